@@ -1,0 +1,43 @@
+# mcpsearch: the two commands a new machine needs are `make run` and `make test`.
+# Both start a local PostgreSQL with pgvector through scripts/pg.sh unless
+# DATABASE_URL is already set.
+
+GO        ?= go
+BIN       := bin/mcpsearch
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+ADDR      ?= 127.0.0.1:8080
+TRANSPORT ?= http,sse
+
+.PHONY: build run test test-go interop-deps bench fmt vet clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
+
+# Start the server for real on $(ADDR) (streamable HTTP at /mcp, SSE at /sse).
+run: build
+	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
+	$(BIN) migrate && \
+	exec $(BIN) serve --transport $(TRANSPORT) --addr $(ADDR)
+
+# Every test: unit, Postgres (a real server, a fresh database per package),
+# every transport end to end, and interop with the official TypeScript SDK.
+test: interop-deps
+	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
+	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+interop-deps:
+	@cd interop && npm ci --no-audit --no-fund --loglevel=error
+
+bench:
+	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

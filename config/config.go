@@ -1,0 +1,507 @@
+// Package config holds mcpsearch's one Config, loaded once from the
+// environment names of the contract and overridden by command-line flags.
+// No other package reads the environment.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ToolNames lists every tool the server can offer, in the order tools are
+// listed to clients. Per-tool settings are keyed by these names.
+var ToolNames = []string{"web_search", "search_docs", "list_files", "get_chunk"}
+
+// RateLimit is one tool's token bucket: PerMinute tokens refill per minute,
+// up to Burst tokens held at once. PerMinute 0 disables limiting.
+type RateLimit struct {
+	PerMinute int
+	Burst     int
+}
+
+// Config is the effective configuration of one mcpsearch process.
+type Config struct {
+	// Transports is a subset of stdio, sse, http; stdio stands alone.
+	Transports []string
+	Addr       string
+	Stateless  bool
+	LogFormat  string
+	LogLevel   string
+
+	WebSearchEnabled    bool
+	SearXNGURL          string
+	WebSearchTimeout    time.Duration
+	WebSearchMaxResults int
+	WebSearchCacheTTL   time.Duration
+	WebSearchCacheSize  int
+
+	// ToolTimeout bounds every tool call that has no timeout of its own.
+	ToolTimeout time.Duration
+	// RateLimit is the default bucket; RateLimits overrides it per tool.
+	RateLimit  RateLimit
+	RateLimits map[string]RateLimit
+
+	DocsEnabled  bool
+	DatabaseURL  string
+	ChunkSize    int
+	ChunkOverlap int
+	MaxFileBytes int64
+	Workers      int
+
+	EmbedProvider   string
+	EmbedModel      string
+	EmbedBaseURL    string
+	EmbedAPIKey     string
+	EmbedDimensions int
+	EmbedBatchSize  int
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Transports:          []string{"stdio"},
+		Addr:                "127.0.0.1:8080",
+		LogFormat:           "text",
+		LogLevel:            "info",
+		WebSearchEnabled:    true,
+		SearXNGURL:          "http://localhost:8888",
+		WebSearchTimeout:    10 * time.Second,
+		WebSearchMaxResults: 5,
+		WebSearchCacheTTL:   5 * time.Minute,
+		WebSearchCacheSize:  512,
+		ToolTimeout:         30 * time.Second,
+		RateLimit:           RateLimit{PerMinute: 30, Burst: 5},
+		RateLimits:          map[string]RateLimit{},
+		DocsEnabled:         true,
+		ChunkSize:           1000,
+		ChunkOverlap:        150,
+		MaxFileBytes:        50 << 20,
+		Workers:             2,
+		EmbedProvider:       "local",
+		EmbedDimensions:     384,
+		EmbedBatchSize:      64,
+	}
+}
+
+// LookupFunc reads one environment variable, like os.LookupEnv.
+type LookupFunc func(name string) (string, bool)
+
+// envVar binds one environment name to a field parser. Flags reuse the same
+// parsers so that a value means the same thing whichever way it arrives.
+type envVar struct {
+	name  string
+	flag  string
+	usage string
+	set   func(c *Config, v string) error
+	get   func(c *Config) string
+}
+
+func vars() []envVar {
+	return []envVar{
+		{"MCP_transport", "transport", "transports to serve: stdio, or one or both of http,sse", func(c *Config, v string) error {
+			t, err := parseTransports(v)
+			c.Transports = t
+			return err
+		}, func(c *Config) string { return strings.Join(c.Transports, ",") }},
+		{"MCP_addr", "addr", "HOST:PORT the HTTP transports listen on", func(c *Config, v string) error {
+			c.Addr = v
+			return nil
+		}, func(c *Config) string { return c.Addr }},
+		{"MCP_stateless", "stateless", "streamable HTTP without server-side sessions (replicas behind a load balancer)", boolField(func(c *Config) *bool { return &c.Stateless }), func(c *Config) string { return strconv.FormatBool(c.Stateless) }},
+		{"MCP_log_format", "log-format", "text or json (logs always go to stderr)", func(c *Config, v string) error {
+			c.LogFormat = v
+			return nil
+		}, func(c *Config) string { return c.LogFormat }},
+		{"MCP_log_level", "log-level", "debug, info, warn or error", func(c *Config, v string) error {
+			c.LogLevel = v
+			return nil
+		}, func(c *Config) string { return c.LogLevel }},
+		{"MCP_web_search_enabled", "web-search-enabled", "offer the web_search tool", boolField(func(c *Config) *bool { return &c.WebSearchEnabled }), func(c *Config) string { return strconv.FormatBool(c.WebSearchEnabled) }},
+		{"MCP_web_search_searxng_url", "searxng-url", "base URL of the SearXNG instance", func(c *Config, v string) error {
+			c.SearXNGURL = v
+			return nil
+		}, func(c *Config) string { return c.SearXNGURL }},
+		{"MCP_web_search_timeout_ms", "web-search-timeout-ms", "timeout of one web_search call in milliseconds", msField(func(c *Config) *time.Duration { return &c.WebSearchTimeout }), func(c *Config) string { return strconv.FormatInt(c.WebSearchTimeout.Milliseconds(), 10) }},
+		{"MCP_web_search_max_results", "web-search-max-results", "most results one web_search may return", intField(func(c *Config) *int { return &c.WebSearchMaxResults }), func(c *Config) string { return strconv.Itoa(c.WebSearchMaxResults) }},
+		{"MCP_web_search_cache_ttl", "web-search-cache-ttl", "how long identical searches are served from memory (e.g. 5m, 300s; 0 disables)", durationField(func(c *Config) *time.Duration { return &c.WebSearchCacheTTL }), func(c *Config) string { return c.WebSearchCacheTTL.String() }},
+		{"MCP_web_search_cache_size", "web-search-cache-size", "most searches held in the cache", intField(func(c *Config) *int { return &c.WebSearchCacheSize }), func(c *Config) string { return strconv.Itoa(c.WebSearchCacheSize) }},
+		{"MCP_tool_timeout_ms", "tool-timeout-ms", "timeout of one call of any other tool in milliseconds", msField(func(c *Config) *time.Duration { return &c.ToolTimeout }), func(c *Config) string { return strconv.FormatInt(c.ToolTimeout.Milliseconds(), 10) }},
+		{"MCP_rate_limit_per_minute", "rate-limit-per-minute", "default calls per minute per tool (0 disables)", intField(func(c *Config) *int { return &c.RateLimit.PerMinute }), func(c *Config) string { return strconv.Itoa(c.RateLimit.PerMinute) }},
+		{"MCP_rate_limit_burst", "rate-limit-burst", "default burst per tool", intField(func(c *Config) *int { return &c.RateLimit.Burst }), func(c *Config) string { return strconv.Itoa(c.RateLimit.Burst) }},
+		{"MCP_docs_enabled", "docs-enabled", "offer search_docs, list_files and get_chunk", boolField(func(c *Config) *bool { return &c.DocsEnabled }), func(c *Config) string { return strconv.FormatBool(c.DocsEnabled) }},
+		{"DATABASE_URL", "database-url", "PostgreSQL URL of the documents store", func(c *Config, v string) error {
+			c.DatabaseURL = v
+			return nil
+		}, func(c *Config) string { return redactURL(c.DatabaseURL) }},
+		{"MCP_docs_chunk_size", "chunk-size", "characters per chunk", intField(func(c *Config) *int { return &c.ChunkSize }), func(c *Config) string { return strconv.Itoa(c.ChunkSize) }},
+		{"MCP_docs_chunk_overlap", "chunk-overlap", "characters shared by neighbouring chunks", intField(func(c *Config) *int { return &c.ChunkOverlap }), func(c *Config) string { return strconv.Itoa(c.ChunkOverlap) }},
+		{"MCP_docs_max_file_mb", "max-file-mb", "largest upload in megabytes", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive whole number of megabytes, got %q", v)
+			}
+			c.MaxFileBytes = n << 20
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.MaxFileBytes>>20, 10) }},
+		{"MCP_docs_workers", "workers", "files processed at once by the upload worker pool", intField(func(c *Config) *int { return &c.Workers }), func(c *Config) string { return strconv.Itoa(c.Workers) }},
+		{"MCP_embed_provider", "embed-provider", "local, openai or ollama", func(c *Config, v string) error {
+			c.EmbedProvider = v
+			return nil
+		}, func(c *Config) string { return c.EmbedProvider }},
+		{"MCP_embed_model", "embed-model", "embedding model name (openai, ollama)", func(c *Config, v string) error {
+			c.EmbedModel = v
+			return nil
+		}, func(c *Config) string { return c.EmbedModel }},
+		{"MCP_embed_base_url", "embed-base-url", "base URL of the embedding API (openai: .../v1; ollama: http://host:11434)", func(c *Config, v string) error {
+			c.EmbedBaseURL = v
+			return nil
+		}, func(c *Config) string { return c.EmbedBaseURL }},
+		{"MCP_embed_api_key", "embed-api-key", "API key of the embedding API", func(c *Config, v string) error {
+			c.EmbedAPIKey = v
+			return nil
+		}, func(c *Config) string { return redact(c.EmbedAPIKey) }},
+		{"MCP_embed_dimensions", "embed-dimensions", "vector dimensions of the embedding model", intField(func(c *Config) *int { return &c.EmbedDimensions }), func(c *Config) string { return strconv.Itoa(c.EmbedDimensions) }},
+		{"MCP_embed_batch_size", "embed-batch-size", "texts per embedding request", intField(func(c *Config) *int { return &c.EmbedBatchSize }), func(c *Config) string { return strconv.Itoa(c.EmbedBatchSize) }},
+	}
+}
+
+// LoadEnv applies every known environment variable to c. An error names the
+// variable and says what it should hold.
+func (c *Config) LoadEnv(lookup LookupFunc) error {
+	var errs []error
+	for _, v := range vars() {
+		s, ok := lookup(v.name)
+		if !ok || strings.TrimSpace(s) == "" {
+			continue
+		}
+		if err := v.set(c, s); err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s: %w", v.name, err))
+		}
+	}
+	for _, tool := range ToolNames {
+		for _, suffix := range []string{"_rate_limit_per_minute", "_rate_limit_burst"} {
+			name := "MCP_" + tool + suffix
+			s, ok := lookup(name)
+			if !ok || strings.TrimSpace(s) == "" {
+				continue
+			}
+			n, err := parseNonNegative(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
+				continue
+			}
+			rl, ok := c.RateLimits[tool]
+			if !ok {
+				rl = RateLimit{PerMinute: -1, Burst: -1}
+			}
+			if suffix == "_rate_limit_burst" {
+				rl.Burst = n
+			} else {
+				rl.PerMinute = n
+			}
+			if c.RateLimits == nil {
+				c.RateLimits = map[string]RateLimit{}
+			}
+			c.RateLimits[tool] = rl
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RegisterFlags defines a flag for every setting on fs, with the current
+// values of c as defaults, so flags parsed after LoadEnv override the
+// environment.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	for _, v := range vars() {
+		fs.Func(v.flag, fmt.Sprintf("%s (env %s, default %s)", v.usage, v.name, v.get(c)), func(s string) error {
+			return v.set(c, s)
+		})
+	}
+	fs.Func("rate-limit", "per-tool rate limit TOOL=PER_MINUTE[/BURST], repeatable (env MCP_<tool>_rate_limit_per_minute, MCP_<tool>_rate_limit_burst)", func(s string) error {
+		tool, rl, err := parseToolRateLimit(s)
+		if err != nil {
+			return err
+		}
+		c.RateLimits[tool] = rl
+		return nil
+	})
+}
+
+// RateLimitFor returns the bucket of one tool: its override where one is
+// set, the default otherwise.
+func (c *Config) RateLimitFor(tool string) RateLimit {
+	rl := c.RateLimit
+	if o, ok := c.RateLimits[tool]; ok {
+		if o.PerMinute >= 0 {
+			rl.PerMinute = o.PerMinute
+		}
+		if o.Burst >= 0 {
+			rl.Burst = o.Burst
+		}
+	}
+	return rl
+}
+
+// HTTP reports whether any HTTP transport is configured.
+func (c *Config) HTTP() bool {
+	for _, t := range c.Transports {
+		if t == "http" || t == "sse" {
+			return true
+		}
+	}
+	return false
+}
+
+// Serves reports whether transport t is configured.
+func (c *Config) Serves(t string) bool {
+	for _, x := range c.Transports {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the whole configuration and returns every problem at
+// once, each naming the setting to change.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Transports) == 0 {
+		bad("MCP_transport (--transport)", "choose stdio, http, sse or http,sse")
+	}
+	if c.HTTP() {
+		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+			bad("MCP_addr (--addr)", "want HOST:PORT such as 127.0.0.1:8080, got %q", c.Addr)
+		}
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("MCP_log_format (--log-format)", "want text or json, got %q", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("MCP_log_level (--log-level)", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.WebSearchEnabled {
+		u, err := url.Parse(c.SearXNGURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("MCP_web_search_searxng_url (--searxng-url)", "want an http(s) URL such as http://localhost:8888, got %q", c.SearXNGURL)
+		}
+	}
+	if c.WebSearchTimeout <= 0 {
+		bad("MCP_web_search_timeout_ms (--web-search-timeout-ms)", "must be above 0")
+	}
+	if c.WebSearchMaxResults < 1 || c.WebSearchMaxResults > 100 {
+		bad("MCP_web_search_max_results (--web-search-max-results)", "want 1 to 100, got %d", c.WebSearchMaxResults)
+	}
+	if c.WebSearchCacheTTL < 0 {
+		bad("MCP_web_search_cache_ttl (--web-search-cache-ttl)", "must not be negative")
+	}
+	if c.WebSearchCacheSize < 1 {
+		bad("MCP_web_search_cache_size (--web-search-cache-size)", "want at least 1, got %d", c.WebSearchCacheSize)
+	}
+	if c.ToolTimeout <= 0 {
+		bad("MCP_tool_timeout_ms (--tool-timeout-ms)", "must be above 0")
+	}
+	if c.RateLimit.PerMinute < 0 {
+		bad("MCP_rate_limit_per_minute (--rate-limit-per-minute)", "must not be negative")
+	}
+	if c.RateLimit.Burst < 1 && c.RateLimit.PerMinute > 0 {
+		bad("MCP_rate_limit_burst (--rate-limit-burst)", "want at least 1 when rate limiting is on, got %d", c.RateLimit.Burst)
+	}
+	for _, tool := range sortedKeys(c.RateLimits) {
+		rl := c.RateLimitFor(tool)
+		if rl.PerMinute > 0 && rl.Burst < 1 {
+			bad("MCP_"+tool+"_rate_limit_burst", "want at least 1 when rate limiting is on, got %d", rl.Burst)
+		}
+	}
+	if c.ChunkSize < 100 || c.ChunkSize > 20000 {
+		bad("MCP_docs_chunk_size (--chunk-size)", "want 100 to 20000 characters, got %d", c.ChunkSize)
+	}
+	if c.ChunkOverlap < 0 || c.ChunkOverlap*2 >= c.ChunkSize {
+		bad("MCP_docs_chunk_overlap (--chunk-overlap)", "want 0 up to half the chunk size, got %d", c.ChunkOverlap)
+	}
+	if c.Workers < 1 || c.Workers > 64 {
+		bad("MCP_docs_workers (--workers)", "want 1 to 64, got %d", c.Workers)
+	}
+	switch c.EmbedProvider {
+	case "local", "openai", "ollama":
+	default:
+		bad("MCP_embed_provider (--embed-provider)", "want local, openai or ollama, got %q", c.EmbedProvider)
+	}
+	if c.EmbedDimensions < 0 || c.EmbedDimensions > 2000 {
+		bad("MCP_embed_dimensions (--embed-dimensions)", "want 1 to 2000 (pgvector's HNSW limit), got %d", c.EmbedDimensions)
+	}
+	if c.EmbedBatchSize < 1 {
+		bad("MCP_embed_batch_size (--embed-batch-size)", "want at least 1, got %d", c.EmbedBatchSize)
+	}
+	return errors.Join(errs...)
+}
+
+// Describe returns every setting as name, value pairs for `mcpsearch config`,
+// with secrets redacted.
+func (c *Config) Describe() [][2]string {
+	var out [][2]string
+	for _, v := range vars() {
+		out = append(out, [2]string{v.name, v.get(c)})
+	}
+	for _, tool := range ToolNames {
+		rl := c.RateLimitFor(tool)
+		out = append(out, [2]string{"MCP_" + tool + "_rate_limit_per_minute", strconv.Itoa(rl.PerMinute)})
+		out = append(out, [2]string{"MCP_" + tool + "_rate_limit_burst", strconv.Itoa(rl.Burst)})
+	}
+	return out
+}
+
+func parseTransports(v string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		switch p {
+		case "stdio", "http", "sse":
+		case "streamable_http", "streamable-http":
+			p = "http"
+		default:
+			return nil, fmt.Errorf("unknown transport %q: want stdio, http, sse or http,sse", p)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if seen["stdio"] && len(out) > 1 {
+		return nil, errors.New("stdio cannot be combined with other transports: run one process per transport, or use http,sse")
+	}
+	return out, nil
+}
+
+func parseToolRateLimit(s string) (string, RateLimit, error) {
+	tool, spec, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", RateLimit{}, fmt.Errorf("want TOOL=PER_MINUTE[/BURST], got %q", s)
+	}
+	known := false
+	for _, t := range ToolNames {
+		known = known || t == tool
+	}
+	if !known {
+		return "", RateLimit{}, fmt.Errorf("unknown tool %q: want one of %s", tool, strings.Join(ToolNames, ", "))
+	}
+	rl := RateLimit{Burst: -1}
+	pm, burst, hasBurst := strings.Cut(spec, "/")
+	n, err := parseNonNegative(pm)
+	if err != nil {
+		return "", RateLimit{}, fmt.Errorf("rate limit of %s: %w", tool, err)
+	}
+	rl.PerMinute = n
+	if hasBurst {
+		if rl.Burst, err = parseNonNegative(burst); err != nil {
+			return "", RateLimit{}, fmt.Errorf("burst of %s: %w", tool, err)
+		}
+	}
+	return tool, rl, nil
+}
+
+func parseNonNegative(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a whole number 0 or above, got %q", s)
+	}
+	return n, nil
+}
+
+func boolField(f func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+func intField(f func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func msField(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive number of milliseconds, got %q", v)
+		}
+		*f(c) = time.Duration(n) * time.Millisecond
+		return nil
+	}
+}
+
+// durationField accepts Go durations ("5m", "90s") and bare seconds ("300").
+func durationField(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			*f(c) = time.Duration(n) * time.Second
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration such as 5m or 300s (0 disables), got %q", v)
+		}
+		*f(c) = d
+		return nil
+	}
+}
+
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "<redacted>"
+}
+
+var passwordInURL = regexp.MustCompile(`(?i)(password=)[^&\s]+`)
+
+// redactURL hides the password of a database URL, in userinfo or query form.
+func redactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			s = u.String()
+		}
+	}
+	return passwordInURL.ReplaceAllString(s, "${1}xxxxx")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,154 @@
+// Package extract turns uploaded bytes (PDF, plain text, Markdown, HTML) into
+// text with page boundaries. It knows nothing of storage or MCP.
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+)
+
+// Document is the extracted text of one file.
+type Document struct {
+	// Text is the whole extracted text, valid UTF-8.
+	Text string
+	// Pages lists page spans in Text, in order. Offsets are in runes
+	// (characters), not bytes. Formats without pages have one page numbered 0
+	// covering all of Text; PDF pages are numbered from 1.
+	Pages []Page
+}
+
+// Page is one page's span of Document.Text, in rune offsets [Start, End).
+type Page struct {
+	Number int
+	Start  int
+	End    int
+}
+
+// The media types DetectType returns and Extract accepts.
+const (
+	MIMEPDF      = "application/pdf"
+	MIMEText     = "text/plain"
+	MIMEMarkdown = "text/markdown"
+	MIMEHTML     = "text/html"
+)
+
+var (
+	// ErrUnsupported reports a file type that cannot be extracted, such as an
+	// image, an office document, an archive or a password-protected PDF.
+	ErrUnsupported = errors.New("unsupported file type")
+	// ErrTooLarge reports a file larger than the configured limit.
+	ErrTooLarge = errors.New("file too large")
+	// ErrNoText reports a file that yields no text: an empty file, or a PDF
+	// whose pages hold only images or vector graphics (typically a scan).
+	// Ingestion marks such a file failed with this error's message as the
+	// reason; for PDFs the message reads "no extractable text (scanned PDF?)".
+	ErrNoText = errors.New("no extractable text")
+	// ErrCorrupt reports a file that cannot be parsed. A panic inside the PDF
+	// parser is recovered and reported as ErrCorrupt with a readable reason.
+	ErrCorrupt = errors.New("corrupt or unreadable file")
+)
+
+// DefaultMaxBytes is the upload size limit used when Limits.MaxBytes is not
+// set: 50 MB.
+const DefaultMaxBytes = 50 << 20
+
+// Limits bounds what Extract is asked to process.
+type Limits struct {
+	// MaxBytes is the largest accepted file size in bytes; zero or negative
+	// means DefaultMaxBytes.
+	MaxBytes int64
+}
+
+// Check returns an error wrapping ErrTooLarge when size exceeds the limit.
+func (l Limits) Check(size int64) error {
+	limit := l.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if size > limit {
+		return fmt.Errorf("%w: %d bytes exceeds the limit of %d bytes", ErrTooLarge, size, limit)
+	}
+	return nil
+}
+
+// Extract returns the text of data, which has the media type mimeType as
+// returned by DetectType (parameters such as charset are ignored).
+//
+// Plain text and Markdown are kept verbatim apart from repairs; HTML yields its
+// visible text, one paragraph per block element; PDF yields the text of every
+// page, pages numbered from 1. All formats are repaired rather than rejected
+// for encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
+// line endings are normalised to "\n".
+//
+// Errors wrap ErrUnsupported, ErrNoText, ErrCorrupt or ErrTooLarge, or are
+// ctx's error when ctx ends during extraction.
+func Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mt := normaliseMIME(mimeType)
+	switch mt {
+	case MIMEPDF, MIMEText, MIMEMarkdown, MIMEHTML:
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnsupported, mimeType)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty file", ErrNoText)
+	}
+	var (
+		doc *Document
+		err error
+	)
+	switch mt {
+	case MIMEPDF:
+		doc, err = extractPDF(ctx, data)
+	case MIMEHTML:
+		doc, err = extractHTML(data)
+	default:
+		doc, err = extractText(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(doc.Text) == "" {
+		if mt == MIMEPDF {
+			return nil, fmt.Errorf("%w (scanned PDF?)", ErrNoText)
+		}
+		return nil, ErrNoText
+	}
+	return doc, nil
+}
+
+// normaliseMIME maps a declared media type and its common aliases to one of
+// the MIME* constants, or returns it lower-cased without parameters.
+func normaliseMIME(declared string) string {
+	mt, _, err := mime.ParseMediaType(declared)
+	if err != nil {
+		mt = strings.ToLower(strings.TrimSpace(declared))
+		if i := strings.IndexByte(mt, ';'); i >= 0 {
+			mt = strings.TrimSpace(mt[:i])
+		}
+	}
+	switch mt {
+	case MIMEPDF, "application/x-pdf":
+		return MIMEPDF
+	case MIMEText, "text/csv", "text/tab-separated-values", "text/x-log":
+		return MIMEText
+	case MIMEMarkdown, "text/x-markdown":
+		return MIMEMarkdown
+	case MIMEHTML, "application/xhtml+xml":
+		return MIMEHTML
+	}
+	return mt
+}
+
+// singleDocument wraps non-paged text as a Document with one page numbered 0.
+func singleDocument(text string) *Document {
+	return &Document{
+		Text:  text,
+		Pages: []Page{{Number: 0, Start: 0, End: runeCount(text)}},
+	}
+}

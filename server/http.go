@@ -1,0 +1,183 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxMCPBody bounds one MCP message posted over HTTP.
+const maxMCPBody = 4 << 20
+
+// Handler returns the HTTP surface: streamable HTTP at /mcp and legacy SSE
+// at /sse (its message endpoint is /sse?sessionid=...), for the transports
+// the configuration enables, and /healthz.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	if s.cfg.Serves("http") {
+		streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.servers["http"] },
+			&mcp.StreamableHTTPOptions{Stateless: s.cfg.Stateless, Logger: s.log, MaxRequestBodyBytes: maxMCPBody})
+		mux.Handle("/mcp", s.rateLimitHeaders(streamable))
+	}
+	if s.cfg.Serves("sse") {
+		sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s.servers["sse"] },
+			&mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
+		mux.Handle("/sse", s.rateLimitHeaders(sse))
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	return mux
+}
+
+// ServeHTTP listens on the configured address until ctx is done, then
+// shuts down gracefully. ready, if not nil, receives the bound address.
+func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          nil,
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	s.log.Info("listening", "addr", ln.Addr().String(), "transports", s.cfg.Transports, "stateless", s.cfg.Stateless)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down")
+	// SSE streams never go idle, so give in-flight calls a moment and then
+	// close what is left.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ServeStdio speaks MCP over stdin and stdout until stdin closes or ctx is
+// done.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	err := s.servers["stdio"].Run(ctx, &mcp.StdioTransport{})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("serve stdio: %w", err)
+}
+
+// rateLimitHeaders adds X-RateLimit-Limit, -Remaining and -Reset to the
+// response of a POST that calls a tool, describing that tool's bucket as the
+// response is written. Over SSE the POST is answered (202) before the call
+// runs, so there the headers describe the bucket before the call.
+func (s *Server) rateLimitHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		head, err := io.ReadAll(io.LimitReader(r.Body, maxMCPBody+1))
+		if err != nil {
+			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		tool := calledTool(head)
+		if tool == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&headerWriter{ResponseWriter: w, before: func(h http.Header) {
+			st, ok := s.limits.state(tool, s.now())
+			if !ok {
+				return
+			}
+			h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
+		}}, r)
+	})
+}
+
+// calledTool returns the name of the first tool a JSON-RPC message or
+// batch calls.
+func calledTool(body []byte) string {
+	type msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	var one msg
+	if json.Unmarshal(body, &one) == nil && one.Method == "tools/call" {
+		return one.Params.Name
+	}
+	var batch []msg
+	if json.Unmarshal(body, &batch) == nil {
+		for _, m := range batch {
+			if m.Method == "tools/call" {
+				return m.Params.Name
+			}
+		}
+	}
+	return ""
+}
+
+// headerWriter calls before once, just before the header is sent.
+type headerWriter struct {
+	http.ResponseWriter
+	before func(http.Header)
+	done   bool
+}
+
+func (w *headerWriter) fire() {
+	if !w.done {
+		w.done = true
+		w.before(w.Header())
+	}
+}
+
+func (w *headerWriter) WriteHeader(code int) {
+	w.fire()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerWriter) Write(p []byte) (int, error) {
+	w.fire()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *headerWriter) Flush() {
+	w.fire()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *headerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

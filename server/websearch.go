@@ -1,0 +1,287 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsearch/mcpsearch/searxng"
+)
+
+// maxQueryRunes bounds every query a tool accepts.
+const maxQueryRunes = 2000
+
+// searxngCategories are the categories SearXNG ships with.
+var searxngCategories = []string{"general", "images", "videos", "news", "map", "music", "it", "science", "files", "social media"}
+
+var timeRanges = []string{"day", "week", "month", "year"}
+
+// WebSearchInput is the web_search tool's arguments.
+type WebSearchInput struct {
+	Query      string   `json:"query" jsonschema:"what to search the web for, as you would type it into a search engine (at most 2000 characters)"`
+	MaxResults int      `json:"max_results,omitempty" jsonschema:"how many results to return, 1 to the server's limit (default 5)"`
+	Language   string   `json:"language,omitempty" jsonschema:"language of the results as a code such as en, de or fr-CA; default auto"`
+	Categories []string `json:"categories,omitempty" jsonschema:"SearXNG categories to search: general, news, science, it, images, videos, music, files, map, social media (default [general])"`
+	TimeRange  string   `json:"time_range,omitempty" jsonschema:"only results from the last day, week, month or year"`
+	Page       int      `json:"page,omitempty" jsonschema:"result page, from 1 (default 1)"`
+	SafeSearch *int     `json:"safesearch,omitempty" jsonschema:"0 off, 1 moderate, 2 strict (default: the instance's setting)"`
+}
+
+// WebSearchOutput is the web_search tool's structured result.
+type WebSearchOutput struct {
+	Query               string               `json:"query"`
+	Results             []WebResult          `json:"results"`
+	Suggestions         []string             `json:"suggestions"`
+	Answers             []WebAnswer          `json:"answers,omitempty"`
+	Corrections         []string             `json:"corrections,omitempty"`
+	Infoboxes           []WebInfobox         `json:"infoboxes,omitempty"`
+	UnresponsiveEngines []UnresponsiveEngine `json:"unresponsive_engines,omitempty"`
+}
+
+// WebResult is one search hit.
+type WebResult struct {
+	Title         string   `json:"title"`
+	URL           string   `json:"url"`
+	Content       string   `json:"content"`
+	Engine        string   `json:"engine"`
+	Engines       []string `json:"engines,omitempty"`
+	PublishedDate string   `json:"published_date,omitempty"`
+}
+
+// WebAnswer is a direct answer some engines give.
+type WebAnswer struct {
+	Answer string `json:"answer"`
+	URL    string `json:"url,omitempty"`
+	Engine string `json:"engine,omitempty"`
+}
+
+// WebInfobox is a summary box about the query's subject.
+type WebInfobox struct {
+	Title   string `json:"title"`
+	Content string `json:"content,omitempty"`
+	URL     string `json:"url,omitempty"`
+	Engine  string `json:"engine,omitempty"`
+}
+
+// UnresponsiveEngine tells why an engine gave nothing, so a model knows why
+// results are thin.
+type UnresponsiveEngine struct {
+	Engine string `json:"engine"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) addWebSearch(m *mcp.Server) {
+	addTool(s, m, &mcp.Tool{
+		Name:  "web_search",
+		Title: "Web search",
+		Description: "Search the web through the operator's SearXNG metasearch instance. " +
+			"Use it for current events, facts you are unsure of, documentation and anything outside the conversation's files. " +
+			"Returns numbered results with title, URL and snippet (plus direct answers, suggestions and engines that did not respond). " +
+			"Quote URLs from the results; do not invent them.",
+		Annotations: &mcp.ToolAnnotations{Title: "Web search", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+	}, s.cfg.WebSearchTimeout, s.webSearch)
+}
+
+func (s *Server) webSearch(ctx context.Context, _ *mcp.CallToolRequest, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
+	req, max, err := s.webSearchRequest(in)
+	if err != nil {
+		return nil, WebSearchOutput{}, err
+	}
+	key := cacheKey(req)
+	resp, ok := s.cache.Get(key)
+	if !ok {
+		resp, err = s.deps.Search.Search(ctx, req)
+		if err != nil {
+			return nil, WebSearchOutput{}, fmt.Errorf("web search: %w", err)
+		}
+		s.cache.Put(key, resp)
+	}
+	out := webSearchOutput(req.Query, resp, max)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: webSearchText(out)}}}, out, nil
+}
+
+// webSearchRequest validates in and turns it into a SearXNG request. Every
+// message says what to send instead.
+func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, error) {
+	q := strings.Join(strings.Fields(in.Query), " ")
+	if q == "" {
+		return searxng.Request{}, 0, badArg("query is empty: send the words to search for")
+	}
+	if n := utf8.RuneCountInString(q); n > maxQueryRunes {
+		return searxng.Request{}, 0, badArg("query has %d characters: send at most %d", n, maxQueryRunes)
+	}
+	limit := s.cfg.WebSearchMaxResults
+	max := in.MaxResults
+	if max == 0 {
+		max = min(5, limit)
+	}
+	if max < 1 || max > limit {
+		return searxng.Request{}, 0, badArg("max_results %d is out of range: send 1 to %d", in.MaxResults, limit)
+	}
+	cats := []string{"general"}
+	if len(in.Categories) > 0 {
+		cats = cats[:0]
+		for _, c := range in.Categories {
+			c = strings.ToLower(strings.TrimSpace(c))
+			if !slices.Contains(searxngCategories, c) {
+				return searxng.Request{}, 0, badArg("unknown category %q: send one or more of %s", c, strings.Join(searxngCategories, ", "))
+			}
+			if !slices.Contains(cats, c) {
+				cats = append(cats, c)
+			}
+		}
+	}
+	tr := strings.ToLower(strings.TrimSpace(in.TimeRange))
+	if tr != "" && !slices.Contains(timeRanges, tr) {
+		return searxng.Request{}, 0, badArg("unknown time_range %q: send day, week, month or year, or leave it out", in.TimeRange)
+	}
+	if in.Page < 0 || in.Page > 50 {
+		return searxng.Request{}, 0, badArg("page %d is out of range: send 1 to 50", in.Page)
+	}
+	if in.SafeSearch != nil && (*in.SafeSearch < 0 || *in.SafeSearch > 2) {
+		return searxng.Request{}, 0, badArg("safesearch %d is out of range: send 0 (off), 1 (moderate) or 2 (strict)", *in.SafeSearch)
+	}
+	lang := strings.TrimSpace(in.Language)
+	if strings.EqualFold(lang, "auto") {
+		lang = ""
+	}
+	if len(lang) > 16 || strings.ContainsAny(lang, " &?=/") {
+		return searxng.Request{}, 0, badArg("language %q is not a language code: send a code such as en, de or fr-CA, or auto", in.Language)
+	}
+	return searxng.Request{Query: q, Categories: cats, Language: lang, TimeRange: tr, Page: max0(in.Page), SafeSearch: in.SafeSearch}, max, nil
+}
+
+func max0(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return n
+}
+
+func cacheKey(r searxng.Request) string {
+	cats := slices.Clone(r.Categories)
+	slices.Sort(cats)
+	ss := "-"
+	if r.SafeSearch != nil {
+		ss = fmt.Sprint(*r.SafeSearch)
+	}
+	return strings.Join([]string{strings.ToLower(r.Query), strings.Join(cats, ","), r.Language, r.TimeRange, fmt.Sprint(r.Page), ss}, "\x00")
+}
+
+// webSearchOutput merges results that point at the same page and keeps the
+// first max.
+func webSearchOutput(query string, resp *searxng.Response, max int) WebSearchOutput {
+	out := WebSearchOutput{Query: query, Results: []WebResult{}, Suggestions: []string{}}
+	seen := map[string]int{}
+	for _, r := range resp.Results {
+		if r.URL == "" {
+			continue
+		}
+		key := normalURL(r.URL)
+		if i, dup := seen[key]; dup {
+			merged := &out.Results[i]
+			for _, e := range append([]string{r.Engine}, r.Engines...) {
+				if e != "" && !slices.Contains(merged.Engines, e) {
+					merged.Engines = append(merged.Engines, e)
+				}
+			}
+			if len(r.Content) > len(merged.Content) {
+				merged.Content = r.Content
+			}
+			continue
+		}
+		if len(out.Results) == max {
+			continue
+		}
+		engines := slices.Clone(r.Engines)
+		if r.Engine != "" && !slices.Contains(engines, r.Engine) {
+			engines = append([]string{r.Engine}, engines...)
+		}
+		seen[key] = len(out.Results)
+		out.Results = append(out.Results, WebResult{
+			Title: strings.TrimSpace(r.Title), URL: r.URL, Content: strings.TrimSpace(r.Content),
+			Engine: r.Engine, Engines: engines, PublishedDate: r.PublishedDate,
+		})
+	}
+	out.Suggestions = append(out.Suggestions, resp.Suggestions...)
+	for _, a := range resp.Answers {
+		if a.Answer != "" {
+			out.Answers = append(out.Answers, WebAnswer{Answer: a.Answer, URL: a.URL, Engine: a.Engine})
+		}
+	}
+	out.Corrections = resp.Corrections
+	for _, ib := range resp.Infoboxes {
+		box := WebInfobox{Title: ib.Infobox, Content: ib.Content, URL: ib.ID, Engine: ib.Engine}
+		if box.URL == "" && len(ib.URLs) > 0 {
+			box.URL = ib.URLs[0].URL
+		}
+		out.Infoboxes = append(out.Infoboxes, box)
+	}
+	for _, u := range resp.UnresponsiveEngines {
+		out.UnresponsiveEngines = append(out.UnresponsiveEngines, UnresponsiveEngine{Engine: u.Engine, Reason: u.Reason})
+	}
+	return out
+}
+
+// normalURL is the identity of a page for de-duplication: scheme and host
+// case-folded, fragment and trailing slash dropped.
+func normalURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return raw
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Host = strings.ToLower(strings.TrimPrefix(u.Host, "www."))
+	u.Fragment = ""
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if u.Scheme == "http" {
+		u.Scheme = "https"
+	}
+	return u.String()
+}
+
+// webSearchText renders out the way a model reads it best: numbered
+// results, then answers, suggestions and the engines that failed.
+func webSearchText(out WebSearchOutput) string {
+	var b strings.Builder
+	if len(out.Results) == 0 {
+		fmt.Fprintf(&b, "No web results for %q.\n", out.Query)
+	} else {
+		fmt.Fprintf(&b, "Web results for %q:\n", out.Query)
+	}
+	for i, r := range out.Results {
+		fmt.Fprintf(&b, "\n%d. %s\n   %s\n", i+1, r.Title, r.URL)
+		if r.Content != "" {
+			fmt.Fprintf(&b, "   %s\n", r.Content)
+		}
+	}
+	for _, a := range out.Answers {
+		fmt.Fprintf(&b, "\nAnswer: %s", a.Answer)
+		if a.URL != "" {
+			fmt.Fprintf(&b, " (%s)", a.URL)
+		}
+		b.WriteString("\n")
+	}
+	for _, ib := range out.Infoboxes {
+		fmt.Fprintf(&b, "\nAbout %s: %s\n", ib.Title, ib.Content)
+	}
+	if len(out.Corrections) > 0 {
+		fmt.Fprintf(&b, "\nDid you mean: %s\n", strings.Join(out.Corrections, "; "))
+	}
+	if len(out.Suggestions) > 0 {
+		fmt.Fprintf(&b, "\nRelated searches: %s\n", strings.Join(out.Suggestions, "; "))
+	}
+	if len(out.UnresponsiveEngines) > 0 {
+		parts := make([]string, len(out.UnresponsiveEngines))
+		for i, u := range out.UnresponsiveEngines {
+			parts[i] = u.Engine + " (" + u.Reason + ")"
+		}
+		fmt.Fprintf(&b, "\nEngines that did not respond: %s\n", strings.Join(parts, ", "))
+	}
+	return b.String()
+}
