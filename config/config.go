@@ -56,6 +56,12 @@ type Config struct {
 	MaxFileBytes int64
 	Workers      int
 
+	// Auth is "" (keys when any are configured), "keys" or "none".
+	Auth           string
+	APIKeys        []string
+	APIKeysFile    string
+	AllowedOrigins []string
+
 	EmbedProvider   string
 	EmbedModel      string
 	EmbedBaseURL    string
@@ -86,7 +92,7 @@ func Default() Config {
 		MaxFileBytes:        50 << 20,
 		Workers:             2,
 		EmbedProvider:       "local",
-		EmbedDimensions:     384,
+		EmbedDimensions:     0,
 		EmbedBatchSize:      64,
 	}
 }
@@ -152,6 +158,22 @@ func vars() []envVar {
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxFileBytes>>20, 10) }},
 		{"MCP_docs_workers", "workers", "files processed at once by the upload worker pool", intField(func(c *Config) *int { return &c.Workers }), func(c *Config) string { return strconv.Itoa(c.Workers) }},
+		{"MCP_auth", "auth", "access control of the HTTP transports: keys, or none to serve without keys beyond loopback", func(c *Config, v string) error {
+			c.Auth = strings.ToLower(strings.TrimSpace(v))
+			return nil
+		}, func(c *Config) string { return c.Auth }},
+		{"MCP_API_KEYS", "api-keys", "comma-separated bearer API keys accepted on the HTTP transports and upload API", func(c *Config, v string) error {
+			c.APIKeys = splitList(v)
+			return nil
+		}, func(c *Config) string { return redactList(c.APIKeys) }},
+		{"MCP_API_KEYS_FILE", "api-keys-file", "file of API keys, one per line: KEY [name=NAME] [conversations=ID,ID...]", func(c *Config, v string) error {
+			c.APIKeysFile = v
+			return nil
+		}, func(c *Config) string { return c.APIKeysFile }},
+		{"MCP_allowed_origins", "allowed-origins", "comma-separated browser Origins allowed to call the HTTP transports (loopback origins always are on a loopback listener)", func(c *Config, v string) error {
+			c.AllowedOrigins = splitList(v)
+			return nil
+		}, func(c *Config) string { return strings.Join(c.AllowedOrigins, ",") }},
 		{"MCP_embed_provider", "embed-provider", "local, openai or ollama", func(c *Config, v string) error {
 			c.EmbedProvider = v
 			return nil
@@ -168,7 +190,7 @@ func vars() []envVar {
 			c.EmbedAPIKey = v
 			return nil
 		}, func(c *Config) string { return redact(c.EmbedAPIKey) }},
-		{"MCP_embed_dimensions", "embed-dimensions", "vector dimensions of the embedding model", intField(func(c *Config) *int { return &c.EmbedDimensions }), func(c *Config) string { return strconv.Itoa(c.EmbedDimensions) }},
+		{"MCP_embed_dimensions", "embed-dimensions", "vector dimensions (0: 384 for local, learnt from the server for openai and ollama)", intField(func(c *Config) *int { return &c.EmbedDimensions }), func(c *Config) string { return strconv.Itoa(c.EmbedDimensions) }},
 		{"MCP_embed_batch_size", "embed-batch-size", "texts per embedding request", intField(func(c *Config) *int { return &c.EmbedBatchSize }), func(c *Config) string { return strconv.Itoa(c.EmbedBatchSize) }},
 	}
 }
@@ -337,13 +359,26 @@ func (c *Config) Validate() error {
 	if c.Workers < 1 || c.Workers > 64 {
 		bad("MCP_docs_workers (--workers)", "want 1 to 64, got %d", c.Workers)
 	}
+	switch c.Auth {
+	case "", "keys", "none":
+	default:
+		bad("MCP_auth (--auth)", "want keys or none, got %q", c.Auth)
+	}
+	if c.Auth == "keys" && len(c.APIKeys) == 0 && c.APIKeysFile == "" {
+		bad("MCP_auth (--auth)", "keys needs MCP_API_KEYS or MCP_API_KEYS_FILE")
+	}
+	for _, o := range c.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" {
+			bad("MCP_allowed_origins (--allowed-origins)", "want origins such as https://chat.example.com, got %q", o)
+		}
+	}
 	switch c.EmbedProvider {
 	case "local", "openai", "ollama":
 	default:
 		bad("MCP_embed_provider (--embed-provider)", "want local, openai or ollama, got %q", c.EmbedProvider)
 	}
 	if c.EmbedDimensions < 0 || c.EmbedDimensions > 2000 {
-		bad("MCP_embed_dimensions (--embed-dimensions)", "want 1 to 2000 (pgvector's HNSW limit), got %d", c.EmbedDimensions)
+		bad("MCP_embed_dimensions (--embed-dimensions)", "want 0 to 2000 (pgvector's HNSW limit), got %d", c.EmbedDimensions)
 	}
 	if c.EmbedBatchSize < 1 {
 		bad("MCP_embed_batch_size (--embed-batch-size)", "want at least 1, got %d", c.EmbedBatchSize)
@@ -472,6 +507,23 @@ func durationField(f func(*Config) *time.Duration) func(*Config, string) error {
 		*f(c) = d
 		return nil
 	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func redactList(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("<%d redacted>", len(v))
 }
 
 func redact(s string) string {

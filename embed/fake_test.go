@@ -23,8 +23,10 @@ type fakeRequest struct {
 	Input  []string
 }
 
-// fakeReply is one scripted answer. A zero Status means "answer normally".
+// fakeReply is one scripted answer. A zero Status means "answer normally";
+// Hang means "answer nothing until the client gives up".
 type fakeReply struct {
+	Hang   bool
 	Status int
 	Header map[string]string
 	Body   string
@@ -66,6 +68,10 @@ func newFakeServer(t *testing.T, answer func(req fakeRequest) fakeReply, script 
 			reply, f.script = f.script[0], f.script[1:]
 		}
 		f.mu.Unlock()
+		if reply.Hang {
+			<-r.Context().Done()
+			return
+		}
 		if !scripted || reply.Status == 0 {
 			reply = f.answer(req)
 		}
@@ -81,6 +87,18 @@ func newFakeServer(t *testing.T, answer func(req fakeRequest) fakeReply, script 
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// waitRequests blocks until the server has seen n requests.
+func (f *fakeServer) waitRequests(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.requests()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("server saw %d requests, want %d", len(f.requests()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (f *fakeServer) requests() []fakeRequest {

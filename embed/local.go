@@ -25,11 +25,12 @@ const localVersion = "local-hash-v1"
 
 // Relative weight of the two feature families. Each family is normalised on its
 // own first so that long words, which yield many n-grams, do not drown the word
-// features; words carry most of the meaning, n-grams add tolerance to
-// inflection ("connection" ~ "connections") and to partial identifiers.
+// features: words carry the exact vocabulary, n-grams add tolerance to
+// inflection ("deadlock" ~ "deadlocks") and to partial identifiers. An equal
+// mix is the default; re-measure with the eval tooling before changing it.
 const (
-	wordWeight  = 0.7
-	ngramWeight = 0.3
+	wordWeight  = 0.5
+	ngramWeight = 0.5
 )
 
 // Character n-gram sizes, in runes, taken over each word with boundary markers.
@@ -44,7 +45,8 @@ const (
 // result is L2-normalised.
 //
 // Text is lower-cased and split into runs of Unicode letters and digits. A
-// small list of English stop words is dropped unless a text consists of
+// small list of English stop words is dropped from both feature families
+// (their n-grams would match nearly every text) unless a text consists of
 // nothing else. A text without any letter or digit (for example "" or "--")
 // gets a fixed dense unit vector instead of the zero vector, because pgvector's
 // cosine distance to a zero vector is NaN; all such texts are identical to one
@@ -56,6 +58,8 @@ type Local struct {
 	model    string
 	fallback []float32
 }
+
+var _ Embedder = (*Local)(nil)
 
 // NewLocal returns a Local embedder producing vectors of dims dimensions. A
 // dims of 0 selects DefaultLocalDimensions; other values must lie within

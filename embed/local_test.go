@@ -148,7 +148,7 @@ func TestLocalPinned(t *testing.T) {
 		sum += float64(x)
 		weighted += float64(i+1) * float64(x)
 	}
-	const wantSum, wantWeighted = 0.862184644, 7.827609085
+	const wantSum, wantWeighted = 1.157204852, 14.159342952
 	if math.Abs(sum-wantSum) > 1e-5 || math.Abs(weighted-wantWeighted) > 1e-4 {
 		t.Errorf("checksums = %.9f, %.9f; want %.9f, %.9f", sum, weighted, wantSum, wantWeighted)
 	}

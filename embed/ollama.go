@@ -54,6 +54,8 @@ type Ollama struct {
 	r         remote
 }
 
+var _ Embedder = (*Ollama)(nil)
+
 // NewOllama validates cfg and returns an Ollama embedder. It makes no request.
 func NewOllama(cfg OllamaConfig) (*Ollama, error) {
 	model := strings.TrimSpace(cfg.Model)

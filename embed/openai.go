@@ -58,6 +58,8 @@ type OpenAI struct {
 	r        remote
 }
 
+var _ Embedder = (*OpenAI)(nil)
+
 // NewOpenAI validates cfg and returns an OpenAI embedder. It makes no request.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	model := strings.TrimSpace(cfg.Model)

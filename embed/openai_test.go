@@ -220,8 +220,8 @@ func TestOpenAIRetries(t *testing.T) {
 			wantMinWaits: []time.Duration{0, 0},
 		},
 		{
-			name: "400 fails fast with the message",
-			script: []fakeReply{{Status: http.StatusBadRequest, Body: `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":null,"code":null}}`}},
+			name:         "400 fails fast with the message",
+			script:       []fakeReply{{Status: http.StatusBadRequest, Body: `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","param":null,"code":null}}`}},
 			wantRequests: 1,
 			wantErr:      ErrRejected,
 			wantMsg:      "maximum context length is 8192 tokens",
@@ -329,58 +329,47 @@ func TestOpenAIBadResponses(t *testing.T) {
 }
 
 func TestOpenAIContextCancel(t *testing.T) {
-	t.Run("during request", func(t *testing.T) {
-		arrived := make(chan struct{}, 1)
-		release := make(chan struct{})
-		t.Cleanup(func() { close(release) })
-		srv := newFakeServer(t, func(req fakeRequest) fakeReply {
-			arrived <- struct{}{}
-			<-release
-			return fakeReply{Status: 500}
-		})
-		o, rec := newTestOpenAI(t, srv, OpenAIConfig{Dimensions: 3})
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			<-arrived
+	tests := []struct {
+		name    string
+		script  fakeReply
+		wantMsg string
+	}{
+		{name: "during request", script: fakeReply{Hang: true}},
+		{name: "during backoff", script: fakeReply{Status: 429, Header: map[string]string{"Retry-After": "30"}}, wantMsg: "429"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, openAIAnswer(t, 3), tt.script)
+			// The real wait is used: cancellation must cut it short.
+			o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", Dimensions: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := o.Embed(ctx, textsN(1))
+				done <- err
+			}()
+			srv.waitRequests(t, 1)
 			cancel()
-		}()
-		_, err := o.Embed(ctx, textsN(2))
-		if !errors.Is(err, context.Canceled) || Retryable(err) {
-			t.Fatalf("error = %v, want non-retryable context.Canceled", err)
-		}
-		if len(rec.recorded()) != 0 {
-			t.Errorf("waited to retry after cancellation: %v", rec.recorded())
-		}
-	})
-	t.Run("during backoff", func(t *testing.T) {
-		srv := newFakeServer(t, openAIAnswer(t, 3), fakeReply{Status: 429, Header: map[string]string{"Retry-After": "30"}})
-		o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", Dimensions: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The real wait is used here: cancellation must cut it short.
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := o.Embed(ctx, textsN(1))
-			done <- err
-		}()
-		for len(srv.requests()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("error = %v, want context.Canceled", err)
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) || Retryable(err) {
+					t.Fatalf("error = %v, want non-retryable context.Canceled", err)
+				}
+				if !strings.Contains(err.Error(), tt.wantMsg) {
+					t.Errorf("error %q does not mention the last failure %q", err, tt.wantMsg)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Embed kept going after cancellation")
 			}
-			if !strings.Contains(err.Error(), "429") {
-				t.Errorf("error %q does not mention the last failure", err)
+			if n := len(srv.requests()); n != 1 {
+				t.Errorf("%d requests, want 1", n)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Embed kept waiting after cancellation")
-		}
-	})
+		})
+	}
 }
 
 func TestOpenAINetworkError(t *testing.T) {
@@ -397,36 +386,16 @@ func TestOpenAINetworkError(t *testing.T) {
 }
 
 func TestOpenAIPerAttemptTimeout(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	srv := newFakeServer(t, openAIAnswer(t, 3), fakeReply{Status: -1})
-	srv.Config.Handler = slowFirst(srv.Config.Handler, release)
-	o, rec := newTestOpenAI(t, srv, OpenAIConfig{Dimensions: 3, Timeout: 50 * time.Millisecond})
+	srv := newFakeServer(t, openAIAnswer(t, 3), fakeReply{Hang: true})
+	o, rec := newTestOpenAI(t, srv, OpenAIConfig{Dimensions: 3, Timeout: 100 * time.Millisecond})
 	vecs, err := o.Embed(context.Background(), textsN(1))
 	if err != nil {
 		t.Fatalf("Embed after a timed-out attempt: %v", err)
 	}
 	checkOrder(t, vecs, 1, 3)
-	if n := len(rec.recorded()); n != 1 {
-		t.Errorf("%d waits, want 1", n)
+	if n, w := len(srv.requests()), len(rec.recorded()); n != 2 || w != 1 {
+		t.Errorf("%d requests and %d waits, want 2 and 1", n, w)
 	}
-}
-
-// slowFirst makes the first request hang until release is closed.
-func slowFirst(next http.Handler, release <-chan struct{}) http.Handler {
-	var once sync.Once
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func TestOpenAIProbe(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -128,7 +129,7 @@ func (h *httpSettings) post(ctx context.Context, body, out any) error {
 			return err
 		}
 		var retryAfter time.Duration
-		if se, ok := err.(*StatusError); ok {
+		if se := (*StatusError)(nil); errors.As(err, &se) {
 			retryAfter = se.RetryAfter
 		}
 		if serr := h.sleep(ctx, h.backoff(attempt, retryAfter)); serr != nil {

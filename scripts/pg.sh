@@ -193,7 +193,7 @@ cluster_field() {
 
 if [[ -z "$(cluster_field 2)" ]]; then
 	log "creating cluster $ver/main"
-	as_root pg_createcluster "$ver" main >&2
+	as_root pg_createcluster "$ver" main >&2 9>&-
 fi
 if [[ "$(cluster_field 4)" != online ]]; then
 	log "starting cluster $ver/main"
@@ -203,7 +203,8 @@ if [[ "$(cluster_field 4)" != online ]]; then
 	[[ -d /run/systemd/system ]] || start+=(--skip-systemctl-redirect)
 	# Exit status 2 means it is already running: someone else started it.
 	rc=0
-	as_root "${start[@]}" "$ver" main start >&2 || rc=$?
+	# 9>&-: the server must not inherit the lock, or it would hold it forever.
+	as_root "${start[@]}" "$ver" main start >&2 9>&- || rc=$?
 	((rc == 0 || rc == 2)) || die "could not start cluster $ver/main (see /var/log/postgresql/postgresql-$ver-main.log)"
 fi
 port="$(cluster_field 3)"

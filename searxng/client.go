@@ -18,9 +18,13 @@ import (
 
 // Defaults used by New.
 const (
-	DefaultTimeout      = 10 * time.Second
+	// DefaultTimeout bounds one request unless WithTimeout says otherwise.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxBodyBytes caps an answer unless WithMaxBodyBytes says
+	// otherwise; a page of SearXNG results is typically 10-50 KiB.
 	DefaultMaxBodyBytes = 4 << 20
-	DefaultUserAgent    = "mcpsearch-searxng-client/1"
+	// DefaultUserAgent is sent unless WithUserAgent says otherwise.
+	DefaultUserAgent = "mcpsearch-searxng-client/1"
 )
 
 // errorBodyBytes caps how much of an error answer is read to build a message.
@@ -250,7 +254,11 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 		return nil, newStatusError(endpoint, resp.StatusCode, body)
 	}
 
-	body, err := readLimited(resp.Body, c.maxBody)
+	// A declared length over the cap fails before anything is read.
+	body, err := []byte(nil), errTooLarge
+	if resp.ContentLength <= c.maxBody {
+		body, err = readLimited(resp.Body, c.maxBody)
+	}
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("searxng: GET %s: %w: answer larger than %d bytes", endpoint, ErrBadResponse, c.maxBody)
 	}

@@ -378,21 +378,44 @@ func TestPathPrefix(t *testing.T) {
 
 func TestSizeCap(t *testing.T) {
 	fake := searxngtest.New(t)
+	// streamed answers without a Content-Length, so the cap must apply while
+	// reading rather than to the declared length.
+	streamed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"results": [`))
+		w.(http.Flusher).Flush()
+		for i := range 20 {
+			if i > 0 {
+				_, _ = w.Write([]byte(","))
+			}
+			_, _ = w.Write([]byte(`{"url": "https://example.com/` + strings.Repeat("x", 40) + `"}`))
+			w.(http.Flusher).Flush()
+		}
+		_, _ = w.Write([]byte(`]}`))
+	}))
+	t.Cleanup(streamed.Close)
+
 	tests := []struct {
 		name  string
+		base  string
 		limit int64
 		ok    bool
 	}{
-		{"below the answer size", 512, false},
-		{"default", searxng.DefaultMaxBodyBytes, true},
+		{"declared length over the cap", fake.URL, 512, false},
+		{"streamed over the cap", streamed.URL, 512, false},
+		{"streamed under the cap", streamed.URL, 4096, true},
+		{"default", fake.URL, searxng.DefaultMaxBodyBytes, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClient(t, fake.URL, searxng.WithMaxBodyBytes(tt.limit))
-			_, err := c.Search(t.Context(), searxng.Request{Query: "size"})
+			c := newClient(t, tt.base, searxng.WithMaxBodyBytes(tt.limit))
+			resp, err := c.Search(t.Context(), searxng.Request{Query: "size"})
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("Search: %v", err)
+				}
+				if len(resp.Results) == 0 {
+					t.Error("no results")
 				}
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Response is SearXNG's answer to one search. Every part may be empty.
@@ -95,7 +96,8 @@ func decodeResponse(body []byte) (*Response, error) {
 		return nil, errors.New("body is not a JSON object")
 	}
 	var w wireResponse
-	if err := json.Unmarshal(body, &w); err != nil {
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(body, &w); err != nil && !errors.As(err, &typeErr) {
 		return nil, err
 	}
 	out := &Response{
@@ -134,9 +136,6 @@ func decodeResponse(body []byte) (*Response, error) {
 		}
 	}
 	for _, ib := range w.Infoboxes {
-		if !ib.ok {
-			continue
-		}
 		box := Infobox{
 			Infobox: string(ib.Infobox),
 			ID:      string(ib.ID),
@@ -153,6 +152,9 @@ func decodeResponse(body []byte) (*Response, error) {
 				box.Attributes = append(box.Attributes, Attribute{Label: string(a.Label), Value: string(a.Value)})
 			}
 		}
+		if box.Infobox == "" && box.Content == "" && len(box.URLs) == 0 && len(box.Attributes) == 0 {
+			continue
+		}
 		out.Infoboxes = append(out.Infoboxes, box)
 	}
 	for _, u := range w.UnresponsiveEngines {
@@ -163,14 +165,19 @@ func decodeResponse(body []byte) (*Response, error) {
 	return out, nil
 }
 
+// The wire types mirror SearXNG's JSON. Their fields are plain slices and
+// structs: decodeResponse ignores json.UnmarshalTypeError, with which
+// encoding/json skips a value of the wrong type and still decodes the rest,
+// so an array element that is not an object just stays zero and is dropped.
+
 type wireResponse struct {
-	Query               flexString                   `json:"query"`
-	Results             list[wireResult]             `json:"results"`
-	Answers             list[wireAnswer]             `json:"answers"`
-	Corrections         flexStrings                  `json:"corrections"`
-	Infoboxes           list[wireInfobox]            `json:"infoboxes"`
-	Suggestions         flexStrings                  `json:"suggestions"`
-	UnresponsiveEngines list[wireUnresponsiveEngine] `json:"unresponsive_engines"`
+	Query               flexString               `json:"query"`
+	Results             []wireResult             `json:"results"`
+	Answers             []wireAnswer             `json:"answers"`
+	Corrections         flexStrings              `json:"corrections"`
+	Infoboxes           []wireInfobox            `json:"infoboxes"`
+	Suggestions         flexStrings              `json:"suggestions"`
+	UnresponsiveEngines []wireUnresponsiveEngine `json:"unresponsive_engines"`
 }
 
 type wireResult struct {
@@ -182,15 +189,6 @@ type wireResult struct {
 	Score         flexFloat   `json:"score"`
 	Category      flexString  `json:"category"`
 	PublishedDate flexString  `json:"publishedDate"`
-}
-
-// UnmarshalJSON leaves r empty (and so skipped) unless b is an object.
-func (r *wireResult) UnmarshalJSON(b []byte) error {
-	if !isObject(b) {
-		return nil
-	}
-	type plain wireResult
-	return json.Unmarshal(b, (*plain)(r))
 }
 
 // wireAnswer accepts both shapes SearXNG has used: an object (current
@@ -213,25 +211,12 @@ func (a *wireAnswer) UnmarshalJSON(b []byte) error {
 }
 
 type wireInfobox struct {
-	Infobox    flexString          `json:"infobox"`
-	ID         flexString          `json:"id"`
-	Content    flexString          `json:"content"`
-	Engine     flexString          `json:"engine"`
-	URLs       list[wireLink]      `json:"urls"`
-	Attributes list[wireAttribute] `json:"attributes"`
-	ok         bool
-}
-
-func (ib *wireInfobox) UnmarshalJSON(b []byte) error {
-	if !isObject(b) {
-		return nil
-	}
-	type plain wireInfobox
-	if err := json.Unmarshal(b, (*plain)(ib)); err != nil {
-		return err
-	}
-	ib.ok = true
-	return nil
+	Infobox    flexString      `json:"infobox"`
+	ID         flexString      `json:"id"`
+	Content    flexString      `json:"content"`
+	Engine     flexString      `json:"engine"`
+	URLs       []wireLink      `json:"urls"`
+	Attributes []wireAttribute `json:"attributes"`
 }
 
 type wireLink struct {
@@ -239,27 +224,11 @@ type wireLink struct {
 	URL   flexString `json:"url"`
 }
 
-func (l *wireLink) UnmarshalJSON(b []byte) error {
-	if !isObject(b) {
-		return nil
-	}
-	type plain wireLink
-	return json.Unmarshal(b, (*plain)(l))
-}
-
 // wireAttribute keeps only textual values: Wikidata attributes sometimes
 // carry an image object instead, which a text client cannot show.
 type wireAttribute struct {
 	Label flexString `json:"label"`
 	Value flexString `json:"value"`
-}
-
-func (a *wireAttribute) UnmarshalJSON(b []byte) error {
-	if !isObject(b) {
-		return nil
-	}
-	type plain wireAttribute
-	return json.Unmarshal(b, (*plain)(a))
 }
 
 // wireUnresponsiveEngine decodes SearXNG's ["engine", "reason"] pairs, and
@@ -307,17 +276,6 @@ func (u *wireUnresponsiveEngine) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// list is a JSON array of T that reads any other JSON value as empty.
-type list[T any] []T
-
-func (l *list[T]) UnmarshalJSON(b []byte) error {
-	if !isArray(b) {
-		*l = nil
-		return nil
-	}
-	return json.Unmarshal(b, (*[]T)(l))
-}
-
 // flexString reads a JSON string, number or boolean as text; null, objects
 // and arrays read as "".
 type flexString string
@@ -330,6 +288,12 @@ func (s *flexString) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
+		// Most strings have no escapes: slice them instead of running the
+		// decoder again.
+		if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			*s = flexString(inner)
+			return nil
+		}
 		var v string
 		if err := json.Unmarshal(b, &v); err != nil {
 			return err

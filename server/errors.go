@@ -49,6 +49,8 @@ func toolError(ctx context.Context, err error) *ToolError {
 	switch {
 	case errors.As(err, &te):
 		return te
+	case errors.Is(err, errForbiddenConversation):
+		return &ToolError{Code: CodeAuthError, Message: err.Error()}
 	case errors.As(err, &ia):
 		return &ToolError{Code: CodeToolError, Message: "invalid arguments: " + ia.msg}
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, searxng.ErrTimeout):
@@ -57,6 +59,9 @@ func toolError(ctx context.Context, err error) *ToolError {
 		return &ToolError{Code: CodeToolError, Message: "the call was cancelled", Retryable: true}
 	case isSearchError(err):
 		return &ToolError{Code: CodeToolError, Message: err.Error(), Retryable: searxng.Retryable(err)}
+	}
+	if te := docsError(err); te != nil {
+		return te
 	}
 	return &ToolError{Code: CodeToolError, Message: err.Error()}
 }

@@ -20,19 +20,27 @@ const maxMCPBody = 4 << 20
 
 // Handler returns the HTTP surface: streamable HTTP at /mcp and legacy SSE
 // at /sse (its message endpoint is /sse?sessionid=...), for the transports
-// the configuration enables, and /healthz.
+// the configuration enables; the upload API under /v1/; /healthz (alive),
+// /readyz (dependencies) and /metrics (Prometheus).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if s.cfg.Serves("http") {
-		streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.servers["http"] },
+		streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serverFor("http", identityFrom(r.Context())) },
 			&mcp.StreamableHTTPOptions{Stateless: s.cfg.Stateless, Logger: s.log, MaxRequestBodyBytes: maxMCPBody})
-		mux.Handle("/mcp", s.rateLimitHeaders(streamable))
+		mux.Handle("/mcp", s.protect(s.rateLimitHeaders(streamable)))
 	}
 	if s.cfg.Serves("sse") {
-		sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s.servers["sse"] },
+		sse := mcp.NewSSEHandler(func(r *http.Request) *mcp.Server { return s.serverFor("sse", identityFrom(r.Context())) },
 			&mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
-		mux.Handle("/sse", s.rateLimitHeaders(sse))
+		mux.Handle("/sse", s.protect(s.rateLimitHeaders(sse)))
 	}
+	if s.deps.Docs != nil && s.cfg.DocsEnabled {
+		api := http.NewServeMux()
+		s.apiRoutes(api)
+		mux.Handle("/v1/", s.protect(api))
+	}
+	mux.Handle("GET /metrics", s.protect(s.metricsHandler()))
+	mux.HandleFunc("GET /readyz", s.readiness)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"status":"ok"}`)
@@ -47,11 +55,14 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
+	// No WriteTimeout: SSE streams stay open for as long as the client
+	// listens. ReadTimeout leaves room for a large upload on a slow link.
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          nil,
+		ReadTimeout:       10 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 	}
 	if ready != nil {
 		ready(ln.Addr())
@@ -81,7 +92,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 // ServeStdio speaks MCP over stdin and stdout until stdin closes or ctx is
 // done.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.servers["stdio"].Run(ctx, &mcp.StdioTransport{})
+	err := s.MCP("stdio").Run(ctx, &mcp.StdioTransport{})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil
 	}

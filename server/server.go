@@ -6,11 +6,14 @@ package server
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -19,6 +22,12 @@ import (
 // tools are not offered.
 type Deps struct {
 	Search *searxng.Client
+	Docs   *docs.Store
+	// APIKeys are the keys accepted on the HTTP surfaces; none means no
+	// key is asked for.
+	APIKeys []APIKey
+	// Audit receives a record of every tool call; nil records nothing.
+	Audit *audit.Writer
 }
 
 // Server builds MCP servers over one set of tools, limits and caches, and
@@ -29,12 +38,21 @@ type Server struct {
 	log     *slog.Logger
 	version string
 
-	limits   *limiters
-	timeouts map[string]time.Duration
+	limits  *limiters
+	metrics *metrics
+
+	mu       sync.Mutex
+	timeouts map[string]time.Duration      // registered tools and their timeouts
+	servers  map[serverKey]*mcp.Server
 	cache    *ttlcache.Cache[string, *searxng.Response]
 	now      func() time.Time
+}
 
-	servers map[string]*mcp.Server
+// serverKey names one MCP server: a transport and, over HTTP with keys,
+// the key, so every call knows who made it and through what.
+type serverKey struct {
+	transport string
+	key       string
 }
 
 // New returns a Server for cfg. Logs go to log, which must not write to
@@ -46,32 +64,53 @@ func New(cfg config.Config, deps Deps, log *slog.Logger, version string) *Server
 		log:      log,
 		version:  version,
 		limits:   newLimiters(cfg.RateLimitFor),
+		metrics:  newMetrics(),
 		timeouts: map[string]time.Duration{},
 		cache:    ttlcache.New[string, *searxng.Response](cfg.WebSearchCacheSize, cfg.WebSearchCacheTTL),
 		now:      time.Now,
 	}
-	// One MCP server per transport, sharing limits and caches, so that logs
-	// and records can tell which transport a call came through.
-	s.servers = map[string]*mcp.Server{}
-	for _, t := range []string{"stdio", "http", "sse"} {
-		s.servers[t] = s.newMCPServer(t)
-	}
+	s.servers = map[serverKey]*mcp.Server{}
+	s.MCP("stdio")
+	s.registerDeps()
 	return s
 }
 
 // MCP returns the MCP server for transport (stdio, http or sse) with every
 // enabled tool registered.
-func (s *Server) MCP(transport string) *mcp.Server { return s.servers[transport] }
+func (s *Server) MCP(transport string) *mcp.Server { return s.serverFor(transport, identity{}) }
 
-func (s *Server) newMCPServer(transport string) *mcp.Server {
+// serverFor returns the MCP server of one transport and caller. Servers
+// share limits and caches; they are few (transports × keys) and made once.
+func (s *Server) serverFor(transport string, id identity) *mcp.Server {
+	k := serverKey{transport, id.name()}
+	s.mu.Lock()
+	m, ok := s.servers[k]
+	s.mu.Unlock()
+	if ok {
+		return m
+	}
+	m = s.newMCPServer(transport, id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.servers[k]; ok {
+		return prev
+	}
+	s.servers[k] = m
+	return m
+}
+
+func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 	m := mcp.NewServer(&mcp.Implementation{Name: "mcpsearch", Title: "mcpsearch", Version: s.version}, &mcp.ServerOptions{
 		Instructions: "mcpsearch offers web search through the operator's SearXNG and search over documents uploaded to a conversation.",
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	m.AddReceivingMiddleware(s.toolMiddleware(transport))
+	m.AddReceivingMiddleware(s.toolMiddleware(transport, id))
 	if s.deps.Search != nil && s.cfg.WebSearchEnabled {
 		s.addWebSearch(m)
+	}
+	if s.deps.Docs != nil && s.cfg.DocsEnabled {
+		s.addDocsTools(m)
 	}
 	return m
 }
@@ -82,15 +121,19 @@ func addTool[In, Out any](s *Server, m *mcp.Server, t *mcp.Tool, timeout time.Du
 	if timeout <= 0 {
 		timeout = s.cfg.ToolTimeout
 	}
+	s.mu.Lock()
 	s.timeouts[t.Name] = timeout
+	s.mu.Unlock()
 	mcp.AddTool(m, t, h)
 }
 
-func (s *Server) timeoutFor(tool string) time.Duration {
-	if d, ok := s.timeouts[tool]; ok {
-		return d
-	}
-	return s.cfg.ToolTimeout
+// timeoutFor returns a registered tool's timeout; ok is false for a tool
+// no server offers.
+func (s *Server) timeoutFor(tool string) (d time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok = s.timeouts[tool]
+	return d, ok
 }
 
 func boolPtr(b bool) *bool { return &b }

@@ -27,6 +27,17 @@ type harness struct {
 
 func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 	t.Helper()
+	return newHarnessTB(t, tweak)
+}
+
+func newHarnessTB(t testing.TB, tweak func(*config.Config)) *harness {
+	t.Helper()
+	return newHarnessDeps(t, tweak, nil)
+}
+
+// newHarnessDeps builds a harness whose dependencies deps may add to.
+func newHarnessDeps(t testing.TB, tweak func(*config.Config), deps func(*Deps)) *harness {
+	t.Helper()
 	fake := searxngtest.New(t)
 	cfg := config.Default()
 	cfg.SearXNGURL = fake.URL
@@ -43,11 +54,15 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := New(cfg, Deps{Search: client}, log, "test")
+	d := Deps{Search: client}
+	if deps != nil {
+		deps(&d)
+	}
+	srv := New(cfg, d, log, "test")
 	return &harness{srv: srv, fake: fake, session: connect(t, srv.MCP("stdio"))}
 }
 
-func connect(t *testing.T, m *mcp.Server) *mcp.ClientSession {
+func connect(t testing.TB, m *mcp.Server) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
@@ -306,7 +321,7 @@ func TestDisabledToolIsNotListed(t *testing.T) {
 
 func TestPanicBecomesToolError(t *testing.T) {
 	h := newHarness(t, nil)
-	res, err := h.srv.callTool(context.Background(), "web_search", func(context.Context) (mcp.Result, error) {
+	res, err := h.srv.callTool(context.Background(), "web_search", nil, func(context.Context) (mcp.Result, error) {
 		panic("boom")
 	})
 	if err != nil {
@@ -339,8 +354,9 @@ func TestToolErrorMapping(t *testing.T) {
 	}
 }
 
-// newFullHarness returns a harness offering every tool.
+// newFullHarness returns a harness offering every tool. Its document store
+// points at a port where nothing listens: listing tools needs no database.
 func newFullHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarness(t, nil)
+	return newHarnessDeps(t, nil, func(d *Deps) { d.Docs = openStore(t, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1") })
 }

@@ -94,7 +94,10 @@ func (s *Server) webSearch(ctx context.Context, _ *mcp.CallToolRequest, in WebSe
 	}
 	key := cacheKey(req)
 	resp, ok := s.cache.Get(key)
-	if !ok {
+	if ok {
+		s.metrics.cache.WithLabelValues("hit").Inc()
+	} else {
+		s.metrics.cache.WithLabelValues("miss").Inc()
 		resp, err = s.deps.Search.Search(ctx, req)
 		if err != nil {
 			return nil, WebSearchOutput{}, fmt.Errorf("web search: %w", err)

@@ -36,6 +36,11 @@ type environment struct {
 func commands() []command {
 	return []command{
 		{"serve", "serve MCP over stdio, SSE or streamable HTTP", runServe},
+		{"migrate", "create or update the database schema (safe to re-run)", runMigrate},
+		{"ingest", "add files or folders to a conversation: ingest --conversation ID PATH...", runIngest},
+		{"reembed", "move every stored chunk to the configured embedding model", runReembed},
+		{"eval", "measure search quality on a BEIR dataset: eval --dataset DIR", runEval},
+		{"audit", "show or prune the tool call audit: audit tail [-n N], audit prune --older-than 30d", runAudit},
 		{"config", "print the effective configuration, secrets redacted", runConfig},
 		{"version", "print the version", runVersion},
 	}

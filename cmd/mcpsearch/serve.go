@@ -2,11 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
+	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/server"
 )
@@ -40,6 +49,12 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
 	var deps server.Deps
+	if deps.APIKeys, err = loadKeys(cfg); err != nil {
+		return err
+	}
+	if err := server.CheckExposure(cfg, deps.APIKeys); err != nil {
+		return usageError{err}
+	}
 	if cfg.WebSearchEnabled {
 		c, err := searxng.New(cfg.SearXNGURL, searxng.WithTimeout(cfg.WebSearchTimeout), searxng.WithUserAgent("mcpsearch/"+version))
 		if err != nil {
@@ -47,12 +62,80 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		}
 		deps.Search = c
 	}
+	if cfg.DocsEnabled {
+		st, err := openDocs(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			defer st.Close()
+			deps.Docs = st
+		}
+	}
+	var pool *pgxpool.Pool
+	if deps.Docs != nil {
+		pool = deps.Docs.Pool()
+	}
+	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
+	defer func() {
+		// Flush what is queued; rows the database does not take in time go
+		// to the log.
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := deps.Audit.Close(fctx); err != nil {
+			log.Error("audit flush", "error", err)
+		}
+	}()
 	srv := server.New(cfg, deps, log, version)
-	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","), "web_search", deps.Search != nil)
+	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","),
+		"web_search", deps.Search != nil, "docs", deps.Docs != nil)
 	if cfg.Serves("stdio") {
 		return srv.ServeStdio(ctx)
 	}
 	return srv.ServeHTTP(ctx, nil)
+}
+
+func loadKeys(cfg config.Config) ([]server.APIKey, error) {
+	var r io.Reader
+	if cfg.APIKeysFile != "" {
+		f, err := os.Open(cfg.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("MCP_API_KEYS_FILE: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	keys, err := server.LoadAPIKeys(cfg.APIKeys, r)
+	if err != nil {
+		return nil, fmt.Errorf("MCP_API_KEYS_FILE %s: %w", cfg.APIKeysFile, err)
+	}
+	return keys, nil
+}
+
+// openDocs opens the documents store for serve. Without DATABASE_URL the
+// documents tools are off; with an unreachable database the server starts
+// anyway and the tools report the outage until it comes back; with an old
+// schema it refuses to start and says what to run.
+func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.Store, error) {
+	if cfg.DatabaseURL == "" {
+		log.Warn("documents tools are off: set DATABASE_URL to a PostgreSQL with pgvector (or MCP_docs_enabled=false to silence this)")
+		return nil, nil
+	}
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	switch err := st.CheckSchema(cctx); {
+	case err == nil:
+	case errors.Is(err, docs.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		log.Warn("database unreachable at start; documents tools report it until it is back", "error", err)
+	default:
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 func runConfig(_ context.Context, env *environment, args []string) error {

@@ -52,7 +52,7 @@ var (
 )
 
 // DefaultMaxBytes is the upload size limit used when Limits.MaxBytes is not
-// set: 50 MB.
+// set: 50 MiB.
 const DefaultMaxBytes = 50 << 20
 
 // Limits bounds what Extract is asked to process.
@@ -104,7 +104,7 @@ func Extract(ctx context.Context, mimeType string, data []byte) (*Document, erro
 	)
 	switch mt {
 	case MIMEPDF:
-		doc, err = extractPDF(ctx, data)
+		doc, err = extractPDFIsolated(ctx, data)
 	case MIMEHTML:
 		doc, err = extractHTML(data)
 	default:

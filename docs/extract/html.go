@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+	"golang.org/x/net/html/charset"
 )
 
 // extractHTML returns the visible text of an HTML document: the title, then
@@ -13,7 +14,7 @@ import (
 // hidden elements and the rest of <head> are skipped; entities are decoded and
 // runs of blank space collapse to one space.
 func extractHTML(data []byte) (*Document, error) {
-	root, err := html.Parse(strings.NewReader(cleanText(decodeBytes(data))))
+	root, err := html.Parse(strings.NewReader(cleanText(decodeHTML(data))))
 	if err != nil {
 		// html.Parse only fails when its reader does; keep the contract anyway.
 		return nil, fmt.Errorf("%w: html: %v", ErrCorrupt, err)
@@ -25,6 +26,24 @@ func extractHTML(data []byte) (*Document, error) {
 	}
 	w.walk(root)
 	return singleDocument(strings.TrimSpace(w.b.String())), nil
+}
+
+// decodeHTML honours the encoding a page declares (byte order mark or
+// <meta charset>), such as Shift_JIS or KOI8-R, and otherwise decodes like
+// plain text.
+func decodeHTML(data []byte) string {
+	enc, name, _ := charset.DetermineEncoding(data, "text/html")
+	switch name {
+	case "utf-8", "windows-1252", "":
+		// DetermineEncoding falls back to these by guessing; decodeBytes
+		// guesses better for UTF-8 with a few damaged bytes.
+		return decodeBytes(data)
+	}
+	out, err := enc.NewDecoder().Bytes(data)
+	if err != nil {
+		return decodeBytes(data)
+	}
+	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
 // blockBreaks says how many newlines an element puts around its content: 2 for

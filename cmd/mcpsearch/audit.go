@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/audit"
+)
+
+func runAudit(ctx context.Context, env *environment, args []string) error {
+	if len(args) == 0 {
+		return usageError{errors.New("usage: mcpsearch audit tail [-n N] | mcpsearch audit prune --older-than 30d")}
+	}
+	switch args[0] {
+	case "tail":
+		return auditTail(ctx, env, args[1:])
+	case "prune":
+		return auditPrune(ctx, env, args[1:])
+	}
+	return usageError{fmt.Errorf("unknown audit command %q: want tail or prune", args[0])}
+}
+
+func auditTail(ctx context.Context, env *environment, args []string) error {
+	var n int
+	cfg, _, err := loadConfig(env, "audit tail", args, func(fs *flag.FlagSet) {
+		fs.IntVar(&n, "n", 20, "how many recent calls to show")
+	})
+	if err != nil {
+		return err
+	}
+	if n < 1 {
+		return usageError{errors.New("-n must be at least 1")}
+	}
+	st, err := openStore(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, "warn"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	entries, err := audit.Tail(ctx, st.Pool(), n)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tTOOL\tOUTCOME\tMS\tTRANSPORT\tCLIENT\tKEY\tCONVERSATION\tARGUMENTS")
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		outcome := "ok"
+		if e.ErrorCode != "" {
+			outcome = e.ErrorCode
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05"), e.ToolName, outcome,
+			e.LatencyMS, dash(e.Transport), dash(strings.TrimSpace(e.ClientName+" "+e.ClientVersion)), dash(e.APIKey),
+			dash(e.ConversationID), shorten(string(e.Arguments), 80))
+	}
+	return tw.Flush()
+}
+
+func auditPrune(ctx context.Context, env *environment, args []string) error {
+	var older string
+	cfg, _, err := loadConfig(env, "audit prune", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&older, "older-than", "", "delete calls older than this: 30d, 12h, 90m (required)")
+	})
+	if err != nil {
+		return err
+	}
+	age, err := parseAge(older)
+	if err != nil {
+		return usageError{fmt.Errorf("--older-than: %w", err)}
+	}
+	st, err := openStore(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, "warn"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := audit.Prune(ctx, st.Pool(), age)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "deleted %d audit rows older than %s\n", n, older)
+	return nil
+}
+
+// parseAge reads retention ages: whole days ("30d") or Go durations.
+func parseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("want a positive number of days such as 30d, got %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want an age such as 30d, 12h or 90m, got %q", s)
+	}
+	return d, nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}

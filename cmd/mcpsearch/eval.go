@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/docs/eval"
+	"github.com/mcpsearch/mcpsearch/docs/extract"
+)
+
+// evalSuffix marks corpus documents stored as files, so hits map back to
+// document ids.
+const evalSuffix = ".txt"
+
+func runEval(ctx context.Context, env *environment, args []string) error {
+	var dir, modes string
+	var keep bool
+	cfg, _, err := loadConfig(env, "eval", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&dir, "dataset", "", "folder of a BEIR dataset: corpus.jsonl, queries.jsonl, qrels/test.tsv (required)")
+		fs.StringVar(&modes, "modes", "hybrid,vector,keyword", "search modes to measure")
+		fs.BoolVar(&keep, "keep", false, "keep the scratch conversation instead of deleting it")
+	})
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		return usageError{errors.New("usage: mcpsearch eval --dataset DIR")}
+	}
+	var ms []docs.Mode
+	for _, m := range strings.Split(modes, ",") {
+		switch mode := docs.Mode(strings.TrimSpace(m)); mode {
+		case docs.Hybrid, docs.Vector, docs.Keyword:
+			ms = append(ms, mode)
+		default:
+			return usageError{fmt.Errorf("--modes: unknown mode %q: want hybrid, vector or keyword", m)}
+		}
+	}
+	ds, err := eval.Load(dir)
+	if err != nil {
+		return fmt.Errorf("load dataset: %w", err)
+	}
+	log := newLogger(env.stderr, cfg.LogFormat, "warn")
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.CheckSchema(ctx); err != nil {
+		return err
+	}
+	conv := "eval-" + strings.ToLower(rand.Text()[:10])
+	if !keep {
+		defer func() {
+			// Clean up even after Ctrl-C, with a context of its own.
+			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := deleteConversation(cctx, st, conv); err != nil {
+				fmt.Fprintf(env.stderr, "eval: removing scratch conversation %s: %v\n", conv, err)
+			}
+		}()
+	}
+	start := time.Now()
+	if err := ingestCorpus(ctx, st, conv, ds, cfg.Workers); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries\n",
+		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels))
+	var results []eval.Result
+	for _, mode := range ms {
+		search := func(ctx context.Context, query string, k int) ([]string, error) {
+			hits, err := st.Search(ctx, docs.Query{Text: query, ConversationID: conv, TopK: 50, Threshold: 0, Mode: mode})
+			if err != nil {
+				return nil, err
+			}
+			// Several chunks of one document count once, at its best rank.
+			var ids []string
+			seen := map[string]bool{}
+			for _, h := range hits {
+				id := strings.TrimSuffix(h.FileName, evalSuffix)
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				if len(ids) == k {
+					break
+				}
+			}
+			return ids, nil
+		}
+		r, err := eval.Evaluate(ctx, ds, string(mode), search)
+		if err != nil {
+			return fmt.Errorf("evaluate %s: %w", mode, err)
+		}
+		results = append(results, r)
+	}
+	return eval.WriteTable(env.stdout, results)
+}
+
+func ingestCorpus(ctx context.Context, st *docs.Store, conv string, ds *eval.Dataset, workers int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range max(1, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ds.Corpus) || ctx.Err() != nil {
+					return
+				}
+				d := ds.Corpus[i]
+				text := d.Text
+				if d.Title != "" {
+					text = d.Title + "\n\n" + text
+				}
+				_, err := st.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
+				// A document without words cannot be found; BEIR corpora
+				// have a few, and they do not stop the run.
+				if err != nil && !errors.Is(err, extract.ErrNoText) {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("ingest document %s: %w", d.ID, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func deleteConversation(ctx context.Context, st *docs.Store, conv string) error {
+	files, err := st.ListFiles(ctx, conv)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := st.DeleteFile(ctx, f.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

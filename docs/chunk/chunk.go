@@ -1,0 +1,281 @@
+// Package chunk splits extracted documents into overlapping pieces of about
+// a fixed number of characters, cut where the text has natural boundaries,
+// for embedding and keyword search.
+package chunk
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"unicode"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract"
+)
+
+// Options sets the size of chunks and how much consecutive chunks share. Both
+// are counted in characters (runes).
+type Options struct {
+	// Size is the largest chunk length; chunks are cut at a boundary in its
+	// second half when the text has one.
+	Size int
+	// Overlap is how much of the end of a chunk the next chunk repeats, so
+	// that a passage cut in two is still found whole in one of them.
+	Overlap int
+}
+
+// Default sizes, in characters.
+const (
+	DefaultSize    = 1000
+	DefaultOverlap = 150
+	// MinSize is the smallest Size Validate accepts.
+	MinSize = 100
+)
+
+// ErrInvalidOptions reports Options out of range.
+var ErrInvalidOptions = errors.New("invalid chunk options")
+
+// DefaultOptions returns chunks of 1000 characters overlapping by 150.
+func DefaultOptions() Options {
+	return Options{Size: DefaultSize, Overlap: DefaultOverlap}
+}
+
+// Validate reports whether o can be used: Size at least 100 and Overlap at
+// least 0 and less than half of Size.
+func (o Options) Validate() error {
+	if o.Size < MinSize {
+		return fmt.Errorf("%w: size %d is below the minimum of %d characters", ErrInvalidOptions, o.Size, MinSize)
+	}
+	if o.Overlap < 0 || o.Overlap >= o.Size/2 {
+		return fmt.Errorf("%w: overlap %d must be at least 0 and less than half the size (%d)", ErrInvalidOptions, o.Overlap, o.Size/2)
+	}
+	return nil
+}
+
+// normalised returns DefaultOptions for the zero Options and clamps other
+// invalid values into range.
+func (o Options) normalised() Options {
+	if o == (Options{}) {
+		return DefaultOptions()
+	}
+	if o.Size < MinSize {
+		o.Size = MinSize
+	}
+	if o.Overlap < 0 {
+		o.Overlap = 0
+	}
+	if o.Overlap >= o.Size/2 {
+		o.Overlap = o.Size/2 - 1
+	}
+	return o
+}
+
+// Chunk is one piece of a document.
+type Chunk struct {
+	// Ordinal is the chunk's position in the document, from 0.
+	Ordinal int
+	// Content is the chunk's text: exactly the runes [Start, End) of the
+	// document's text.
+	Content string
+	// Page is the number of the page the chunk starts on (0 for formats
+	// without pages). A chunk that runs onto the next page is cited by the
+	// page where its text begins.
+	Page int
+	// Start and End are rune offsets into extract.Document.Text.
+	Start, End int
+}
+
+// Split cuts doc into chunks of at most o.Size characters. Each chunk ends at
+// the strongest boundary found in the second half of its allowed length
+// (page end, then paragraph end, then sentence end, then white space), or at
+// the size limit when there is none. The next chunk starts o.Overlap
+// characters before that end, moved forward to the start of a word, but never
+// before the start of the page the cut falls in, so a chunk that begins a
+// page does not drag the previous page's last lines (and page number) along.
+//
+// Chunks are trimmed of surrounding white space and blank ones are dropped.
+// The zero Options means DefaultOptions; other invalid options are clamped
+// into range (call Validate to reject them instead).
+func Split(doc *extract.Document, o Options) []Chunk {
+	if doc == nil || doc.Text == "" {
+		return nil
+	}
+	o = o.normalised()
+	s := splitter{runes: []rune(doc.Text), pages: doc.Pages, opts: o}
+	return s.split()
+}
+
+type splitter struct {
+	runes []rune
+	pages []extract.Page
+	opts  Options
+}
+
+func (s *splitter) split() []Chunk {
+	n := len(s.runes)
+	chunks := make([]Chunk, 0, n/(s.opts.Size-s.opts.Overlap)+1)
+	start := s.skipSpace(0, n)
+	prevCut, prevEnd := 0, 0
+	for start < n {
+		cut := n
+		if start+s.opts.Size < n {
+			cut = s.findCut(start, prevCut)
+		}
+		end := cut
+		for end > start && isSpace(s.runes[end-1]) {
+			end--
+		}
+		// A chunk that ends where the previous one did (only white space
+		// lies between their cuts) would repeat it.
+		if end > start && end > prevEnd {
+			prevEnd = end
+			chunks = append(chunks, Chunk{
+				Ordinal: len(chunks),
+				Content: string(s.runes[start:end]),
+				Page:    s.pageNumber(start),
+				Start:   start,
+				End:     end,
+			})
+		}
+		if cut >= n {
+			break
+		}
+		prevCut = cut
+		start = s.skipSpace(s.nextStart(start, cut), n)
+	}
+	return chunks
+}
+
+// findCut returns where the chunk starting at start ends: the rightmost
+// boundary of the strongest kind within (start+Size/2, start+Size] and after
+// the previous cut, or the size limit.
+func (s *splitter) findCut(start, prevCut int) int {
+	limit := start + s.opts.Size
+	low := max(start+s.opts.Size/2, prevCut)
+	if p := s.lastPageEnd(low, limit); p > 0 {
+		return p
+	}
+	// Scanning down from the limit, the first paragraph end is the best cut
+	// left; sentence and word ends are remembered in case there is none.
+	sentence, space := 0, 0
+	for p := limit; p > low; p-- {
+		r := s.runes[p-1]
+		if r == '\n' && s.runes[p-2] == '\n' {
+			return p
+		}
+		if sentence == 0 && s.isSentenceEnd(p) {
+			sentence = p
+		}
+		if space == 0 && (isSpace(s.runes[p]) || isSpace(r)) {
+			space = p
+		}
+	}
+	switch {
+	case sentence > 0:
+		return sentence
+	case space > 0:
+		return space
+	}
+	return limit
+}
+
+// lastPageEnd returns the last page end in (low, high], or 0.
+func (s *splitter) lastPageEnd(low, high int) int {
+	i := sort.Search(len(s.pages), func(i int) bool { return s.pages[i].End > high })
+	if i > 0 && s.pages[i-1].End > low {
+		return s.pages[i-1].End
+	}
+	return 0
+}
+
+// isSentenceEnd reports whether a sentence ends just before p: terminal
+// punctuation, possibly followed by closing quotes or brackets, then white
+// space. CJK full stops need no space after them.
+func (s *splitter) isSentenceEnd(p int) bool {
+	q := p - 1
+	for q > 0 && isCloser(s.runes[q]) {
+		q--
+	}
+	switch s.runes[q] {
+	case '.', '!', '?', '…':
+		return isSpace(s.runes[p])
+	case '。', '！', '？':
+		return true
+	}
+	return false
+}
+
+func isCloser(r rune) bool {
+	switch r {
+	case '"', '\'', ')', ']', '”', '’', '»', '」', '』':
+		return true
+	}
+	return false
+}
+
+// nextStart returns where the chunk after [start, cut) begins: Overlap runes
+// back from cut, moved forward to a word start, not before the page cut falls
+// in, and always after start so that splitting progresses.
+func (s *splitter) nextStart(start, cut int) int {
+	p := cut - s.opts.Overlap
+	if floor := s.pageStart(cut); p < floor {
+		p = floor
+	}
+	if p <= start {
+		p = start + 1
+	}
+	if p >= cut {
+		return cut
+	}
+	if !isSpace(s.runes[p-1]) {
+		// Inside a word: its rest belongs to the previous chunk only.
+		for p < cut && !isSpace(s.runes[p]) {
+			p++
+		}
+	}
+	for p < cut && isSpace(s.runes[p]) {
+		p++
+	}
+	return p
+}
+
+// pageIndex returns the index of the page holding rune pos (empty pages hold
+// nothing), or the last page when pos is at the end of the text; -1 when the
+// document has no pages.
+func (s *splitter) pageIndex(pos int) int {
+	if len(s.pages) == 0 {
+		return -1
+	}
+	i := sort.Search(len(s.pages), func(i int) bool { return s.pages[i].End > pos })
+	if i == len(s.pages) {
+		return len(s.pages) - 1
+	}
+	return i
+}
+
+func (s *splitter) pageNumber(pos int) int {
+	if i := s.pageIndex(pos); i >= 0 {
+		return s.pages[i].Number
+	}
+	return 0
+}
+
+func (s *splitter) pageStart(pos int) int {
+	if i := s.pageIndex(pos); i >= 0 && s.pages[i].Start <= pos {
+		return s.pages[i].Start
+	}
+	return 0
+}
+
+func (s *splitter) skipSpace(p, n int) int {
+	for p < n && isSpace(s.runes[p]) {
+		p++
+	}
+	return p
+}
+
+func isSpace(r rune) bool {
+	if r < 0x80 {
+		return r == ' ' || r == '\n' || r == '\t' || r == '\r' || r == '\f' || r == '\v'
+	}
+	return unicode.IsSpace(r)
+}

@@ -1,0 +1,205 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDetectType(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string
+		declared string
+		head     string
+		want     string
+		wantErr  error
+	}{
+		{"pdf by content", "upload.bin", "application/octet-stream", "%PDF-1.7\n...", MIMEPDF, nil},
+		{"pdf content beats a text name", "notes.txt", "text/plain", "%PDF-1.4\n", MIMEPDF, nil},
+		{"pdf by extension", "Report.PDF", "", "garbage", MIMEPDF, nil},
+		{"pdf by declared type", "report", "application/pdf", "", MIMEPDF, nil},
+		{"text", "notes.txt", "", "hello", MIMEText, nil},
+		{"log", "server.log", "", "line 1", MIMEText, nil},
+		{"csv", "data.csv", "", "a,b\n1,2", MIMEText, nil},
+		{"markdown", "README.md", "text/plain", "# Title", MIMEMarkdown, nil},
+		{"markdown long extension", "guide.markdown", "", "# Title", MIMEMarkdown, nil},
+		{"markdown with an HTML comment first", "doc.md", "", "<!-- note -->\n# Title", MIMEMarkdown, nil},
+		{"html by extension", "page.htm", "", "<p>x</p>", MIMEHTML, nil},
+		{"html by declared type with charset", "page", "text/html; charset=utf-8", "x", MIMEHTML, nil},
+		{"xhtml declared", "page", "application/xhtml+xml", "x", MIMEHTML, nil},
+		{"markdown declared", "notes", "text/x-markdown", "x", MIMEMarkdown, nil},
+		{"html sniffed", "page", "", "\ufeff  <!DOCTYPE html><html>", MIMEHTML, nil},
+		{"text sniffed", "notes", "", "plain words without a name", MIMEText, nil},
+		{"legacy text sniffed", "notes", "", "caf\xe9 cr\xe8me", MIMEText, nil},
+		{"png named txt", "photo.txt", "text/plain", "\x89PNG\r\n\x1a\n\x00\x00", "", ErrUnsupported},
+		{"jpeg", "photo.jpg", "image/jpeg", "\xff\xd8\xff\xe0", "", ErrUnsupported},
+		{"docx", "letter.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "PK\x03\x04\x14\x00", "", ErrUnsupported},
+		{"zip", "archive.zip", "application/zip", "PK\x03\x04", "", ErrUnsupported},
+		{"webp", "image.webp", "", "RIFF\x00\x00\x00\x00WEBPVP8 ", "", ErrUnsupported},
+		{"unknown binary", "blob", "", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12", "", ErrUnsupported},
+		{"unknown extension and type", "data.xyz", "application/x-thing", "", "", ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DetectType(tt.file, tt.declared, []byte(tt.head))
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("DetectType error = %v, want %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("DetectType = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLimitsCheck(t *testing.T) {
+	tests := []struct {
+		limits Limits
+		size   int64
+		tooBig bool
+	}{
+		{Limits{}, DefaultMaxBytes, false},
+		{Limits{}, DefaultMaxBytes + 1, true},
+		{Limits{MaxBytes: 10}, 10, false},
+		{Limits{MaxBytes: 10}, 11, true},
+		{Limits{MaxBytes: -1}, 1 << 20, false},
+	}
+	for _, tt := range tests {
+		err := tt.limits.Check(tt.size)
+		if got := errors.Is(err, ErrTooLarge); got != tt.tooBig {
+			t.Errorf("Limits%+v.Check(%d) = %v, want too large %v", tt.limits, tt.size, err, tt.tooBig)
+		}
+		if tt.tooBig && !strings.Contains(err.Error(), "11 bytes") && tt.limits.MaxBytes == 10 {
+			t.Errorf("error %q does not give the size", err)
+		}
+	}
+}
+
+func TestExtractText(t *testing.T) {
+	tests := []struct {
+		name string
+		mime string
+		in   string
+		want string
+	}{
+		{"plain", MIMEText, "hello\nworld\n", "hello\nworld\n"},
+		{"CRLF and lone CR", MIMEText, "a\r\nb\rc", "a\nb\nc"},
+		{"NUL bytes dropped", MIMEText, "nu\x00ll\x00", "null"},
+		{"invalid UTF-8 repaired", MIMEText, "caf\xc3\xa9 and \xff\xfe broken", "café and \ufffd broken"},
+		{"legacy Windows-1252", MIMEText, "caf\xe9 \x93quoted\x94", "café “quoted”"},
+		{"UTF-8 byte order mark", MIMEText, "\xef\xbb\xbfhello", "hello"},
+		{"UTF-16LE", MIMEText, "\xff\xfeh\x00i\x00", "hi"},
+		{"UTF-16BE", MIMEText, "\xfe\xff\x00h\x00i", "hi"},
+		{"markdown verbatim", MIMEMarkdown, "# Title\n\nSee [docs](http://example.com).\n", "# Title\n\nSee [docs](http://example.com).\n"},
+		{"declared with parameters", "text/plain; charset=utf-8", "x y", "x y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := Extract(context.Background(), tt.mime, []byte(tt.in))
+			if err != nil {
+				t.Fatalf("Extract: %v", err)
+			}
+			checkDocument(t, doc)
+			if doc.Text != tt.want {
+				t.Errorf("text = %q, want %q", doc.Text, tt.want)
+			}
+			if len(doc.Pages) != 1 || doc.Pages[0].Number != 0 {
+				t.Errorf("pages = %+v, want one page numbered 0", doc.Pages)
+			}
+		})
+	}
+}
+
+func TestExtractHTML(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{
+			name: "title, blocks, script and style",
+			in: `<!DOCTYPE html><html><head><title> The  Title </title><style>p{color:red}</style>
+<script>var hidden = "script text";</script><meta name="x" content="y"></head>
+<body><h1>Heading</h1><p>First   paragraph
+ with <b>bold</b> and <a href="http://example.com">a link</a>.</p>
+<noscript>enable scripts</noscript><template><p>template</p></template>
+<ul><li>one</li><li>two</li></ul><div>Tom &amp; Jerry &lt;3 &eacute;t&eacute;</div></body></html>`,
+			want: "The Title\n\nHeading\n\nFirst paragraph with bold and a link.\n\none\ntwo\n\nTom & Jerry <3 été",
+		},
+		{
+			name: "table rows and cells",
+			in:   "<table><tr><th>Name</th><th>Value</th></tr><tr><td>a</td><td>1</td></tr></table>",
+			want: "Name Value\na 1",
+		},
+		{
+			name: "pre keeps its spacing",
+			in:   "<p>Code:</p><pre>if x {\n    y()\n}</pre><p>after</p>",
+			want: "Code:\n\nif x {\n    y()\n}\n\nafter",
+		},
+		{
+			name: "hidden elements",
+			in:   `<p>shown</p><p hidden>not shown</p><span aria-hidden="true">icon</span><input type="hidden" value="v"><p>end</p>`,
+			want: "shown\n\nend",
+		},
+		{
+			name: "line breaks",
+			in:   "<p>one<br>two<br/>three</p>",
+			want: "one\ntwo\nthree",
+		},
+		{
+			name: "fragment without html element",
+			in:   "just <em>some</em> text",
+			want: "just some text",
+		},
+		{
+			name: "declared legacy encoding",
+			in:   "<html><head><meta charset=\"koi8-r\"></head><body><p>\xf0\xd2\xc9\xd7\xc5\xd4</p></body></html>",
+			want: "Привет",
+		},
+		{
+			name: "invalid UTF-8 and NUL",
+			in:   "<p>café: bad \xff byte and nul\x00</p>",
+			want: "café: bad \ufffd byte and nul",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := Extract(context.Background(), MIMEHTML, []byte(tt.in))
+			if err != nil {
+				t.Fatalf("Extract: %v", err)
+			}
+			checkDocument(t, doc)
+			if doc.Text != tt.want {
+				t.Errorf("text = %q\nwant   %q", doc.Text, tt.want)
+			}
+		})
+	}
+}
+
+func TestExtractErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		mime string
+		in   string
+		want error
+	}{
+		{"unsupported type", "image/png", "\x89PNG", ErrUnsupported},
+		{"empty text", MIMEText, "", ErrNoText},
+		{"blank text", MIMEText, " \n\t\n", ErrNoText},
+		{"html without visible text", MIMEHTML, "<html><head><script>x()</script></head><body> </body></html>", ErrNoText},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Extract(context.Background(), tt.mime, []byte(tt.in)); !errors.Is(err, tt.want) {
+				t.Errorf("Extract error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Extract(ctx, MIMEText, []byte("x")); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: err = %v", err)
+	}
+}

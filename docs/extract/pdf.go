@@ -1,0 +1,434 @@
+package extract
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ledongthuc/pdf"
+)
+
+// Limits that keep a hostile PDF from consuming unbounded time or memory.
+const (
+	// maxContentBytes bounds the decoded content of one page or form.
+	maxContentBytes = 64 << 20
+	// maxTextBytes bounds the text extracted from one document.
+	maxTextBytes = 256 << 20
+	// maxPageTreeNodes bounds the page tree walk, which a cyclic tree would
+	// otherwise never finish.
+	maxPageTreeNodes = 1 << 20
+	// maxPageTreeDepth bounds page tree nesting.
+	maxPageTreeDepth = 64
+	// maxFormDepth bounds nested form XObjects, maxFormsPerPage their count.
+	maxFormDepth    = 12
+	maxFormsPerPage = 4096
+)
+
+// pageSeparator stands between the texts of consecutive pages, so that a
+// chunker sees a page end as a paragraph end.
+const pageSeparator = "\n\n"
+
+// pdfPage is one leaf of the page tree with the resources it inherits.
+type pdfPage struct {
+	v   pdf.Value
+	res pdf.Value
+}
+
+// abortError carries the context's error out of a content stream callback.
+type abortError struct{ err error }
+
+// extractPDFIsolated runs extractPDF on its own goroutine so that Extract
+// returns as soon as ctx ends even while the PDF package is busy inside one
+// object, where it cannot be interrupted; the work then stops at its next
+// cancellation check. Every path through extractPDF is bounded, so an
+// abandoned run always finishes.
+func extractPDFIsolated(ctx context.Context, data []byte) (*Document, error) {
+	type result struct {
+		doc *Document
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			// A panic on this goroutine would end the process; recover
+			// whatever escaped the finer-grained recovery below.
+			if v := recover(); v != nil {
+				done <- result{nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, v)}
+			}
+		}()
+		doc, err := extractPDF(ctx, data)
+		done <- result{doc, err}
+	}()
+	select {
+	case r := <-done:
+		return r.doc, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// extractPDF reads the text of every page. A page that cannot be read yields
+// the text read before the damage (often none); the document fails with
+// ErrCorrupt only when no page yields any text and some page failed.
+func extractPDF(ctx context.Context, data []byte) (*Document, error) {
+	r, err := openPDF(data)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := collectPages(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(pages) == 0 {
+		return nil, fmt.Errorf("%w: pdf: no pages found", ErrCorrupt)
+	}
+
+	fonts := newFontCache()
+	doc := &Document{Pages: make([]Page, 0, len(pages))}
+	var (
+		b            strings.Builder
+		pos          int
+		lastWithText int
+		glyphs       int
+		firstErr     error
+	)
+	for i, pg := range pages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		text, drawn, err := extractPage(ctx, pg, fonts)
+		glyphs += drawn
+		if err != nil {
+			var abort abortError
+			if errors.As(err, &abort) {
+				return nil, abort.err
+			}
+			if firstErr == nil {
+				firstErr = fmt.Errorf("page %d: %w", i+1, err)
+			}
+		}
+		if text != "" && b.Len() > 0 {
+			// The separator belongs to the last page with text; empty pages
+			// after it move to the separator's end and stay empty.
+			b.WriteString(pageSeparator)
+			pos += len(pageSeparator)
+			doc.Pages[lastWithText].End = pos
+			for j := lastWithText + 1; j < len(doc.Pages); j++ {
+				doc.Pages[j].Start, doc.Pages[j].End = pos, pos
+			}
+		}
+		if text != "" {
+			lastWithText = len(doc.Pages)
+		}
+		if b.Len()+len(text) > maxTextBytes {
+			return nil, fmt.Errorf("%w: more than %d bytes of text", ErrTooLarge, maxTextBytes)
+		}
+		start := pos
+		b.WriteString(text)
+		pos += runeCount(text)
+		doc.Pages = append(doc.Pages, Page{Number: i + 1, Start: start, End: pos})
+	}
+	doc.Text = b.String()
+	if strings.TrimSpace(doc.Text) == "" {
+		switch {
+		case firstErr != nil:
+			return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, firstErr)
+		case glyphs > 0:
+			return nil, fmt.Errorf("%w: the PDF draws %d glyphs but its fonts map none of them to characters", ErrNoText, glyphs)
+		}
+		return nil, fmt.Errorf("%w (scanned PDF?)", ErrNoText)
+	}
+	return doc, nil
+}
+
+// Error lets abortError travel as an error through page recovery.
+func (a abortError) Error() string { return a.err.Error() }
+
+// openPDF opens data with the PDF package after two repairs that keep
+// offsets intact: a PDF 2.0 header (the package only accepts 1.x) is read as
+// 1.7, and bytes after the last %%EOF marker are cut off.
+func openPDF(data []byte) (*pdf.Reader, error) {
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		return nil, fmt.Errorf("%w: pdf: not a PDF file (no %%PDF- header)", ErrCorrupt)
+	}
+	if len(data) > 9 && (data[5] != '1' || data[6] != '.' || data[7] < '0' || data[7] > '7' || (data[8] != '\r' && data[8] != '\n')) {
+		fixed := make([]byte, len(data))
+		copy(fixed, data)
+		copy(fixed[5:], "1.7")
+		if fixed[8] != '\r' && fixed[8] != '\n' {
+			fixed[8] = '\n'
+		}
+		data = fixed
+	}
+	if i := bytes.LastIndex(data, []byte("%%EOF")); i >= 0 && len(data)-(i+5) > 64 {
+		data = data[:i+5]
+	}
+	if err := checkStructure(data); err != nil {
+		return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, err)
+	}
+	r, err := newReader(data)
+	if err != nil {
+		if errors.Is(err, pdf.ErrInvalidPassword) {
+			return nil, fmt.Errorf("%w: encrypted PDF needs a password", ErrUnsupported)
+		}
+		return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, err)
+	}
+	return r, nil
+}
+
+func newReader(data []byte) (r *pdf.Reader, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r, err = nil, fmt.Errorf("malformed PDF: %v", v)
+		}
+	}()
+	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+}
+
+// collectPages walks the page tree once, in order, passing inherited
+// resources down. (Looking each page up from the root costs a walk per page
+// and re-reads shared objects every time.) A kid that cannot be read counts
+// as one empty page so that later pages keep their numbers.
+func collectPages(r *pdf.Reader) (pages []pdfPage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pages, err = nil, fmt.Errorf("%w: pdf: page tree: %v", ErrCorrupt, v)
+		}
+	}()
+	root := r.Trailer().Key("Root").Key("Pages")
+	budget := maxPageTreeNodes
+	var walk func(node, res pdf.Value, depth int)
+	walk = func(node, res pdf.Value, depth int) {
+		if budget <= 0 || depth > maxPageTreeDepth || node.Kind() != pdf.Dict {
+			return
+		}
+		budget--
+		kids, res, ok := readTreeNode(node, res)
+		switch {
+		case !ok:
+			pages = append(pages, pdfPage{})
+		case kids.IsNull():
+			pages = append(pages, pdfPage{v: node, res: res})
+		default:
+			for i := 0; i < kids.Len(); i++ {
+				kid, ok := resolveKid(kids, i)
+				if !ok {
+					pages = append(pages, pdfPage{})
+					continue
+				}
+				walk(kid, res, depth+1)
+			}
+		}
+	}
+	walk(root, pdf.Value{}, 0)
+	return pages, nil
+}
+
+// readTreeNode returns the kids of an intermediate page tree node (null for a
+// page) and the resources in force for it; ok is false when the node cannot
+// be read.
+func readTreeNode(node, inherited pdf.Value) (kids, res pdf.Value, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	res = inherited
+	if own := node.Key("Resources"); own.Kind() == pdf.Dict {
+		res = own
+	}
+	if k := node.Key("Kids"); k.Kind() == pdf.Array && node.Key("Type").Name() != "Page" {
+		kids = k
+	}
+	return kids, res, true
+}
+
+func resolveKid(kids pdf.Value, i int) (kid pdf.Value, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return kids.Index(i), true
+}
+
+// extractPage returns the text of one page and how many glyphs it draws. A
+// panic in the PDF package or a damaged content stream ends the page early
+// with the text read so far and an error; context cancellation returns an
+// abortError.
+func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string, glyphs int, err error) {
+	out := &textOut{}
+	defer func() {
+		if v := recover(); v != nil {
+			if a, ok := v.(abortError); ok {
+				text, glyphs, err = "", 0, a
+				return
+			}
+			text, glyphs, err = out.String(), out.glyphs, fmt.Errorf("%v", v)
+		}
+	}()
+	if pg.v.Kind() != pdf.Dict {
+		return "", 0, errors.New("unreadable page object")
+	}
+	content, readErr := pageContent(pg.v.Key("Contents"))
+	p := &pageInterp{ctx: ctx, fonts: fonts, out: out}
+	p.g = newGState()
+	p.run(content, newResources(pg.res), 0)
+	return out.String(), out.glyphs, readErr
+}
+
+// pageContent concatenates a page's content streams. Damage in one stream
+// keeps what was decoded of it and is reported with the rest.
+func pageContent(c pdf.Value) ([]byte, error) {
+	switch c.Kind() {
+	case pdf.Stream:
+		return readStream(c, maxContentBytes)
+	case pdf.Array:
+		var (
+			all      []byte
+			firstErr error
+		)
+		for i := 0; i < c.Len() && len(all) < maxContentBytes; i++ {
+			data, err := readStream(c.Index(i), maxContentBytes)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			all = append(all, data...)
+			all = append(all, '\n')
+		}
+		return all, firstErr
+	}
+	return nil, nil
+}
+
+// fontCache shares fonts across the pages of one document. Fonts are keyed by
+// the text of their dictionary, whose indirect references print as "n 0 R":
+// two dictionaries with the same text describe the same font, and the key is
+// found without a handle on the object's identity, which the package does not
+// expose.
+//
+// Fonts referenced indirectly are also keyed by object number, so that pages
+// sharing a font find it without resolving the font object again, which for
+// objects inside compressed object streams means inflating the stream anew.
+type fontCache struct {
+	byKey map[string]*pdfFont
+	byRef map[int64]*pdfFont
+	none  *pdfFont
+}
+
+func newFontCache() *fontCache {
+	return &fontCache{
+		byKey: make(map[string]*pdfFont),
+		byRef: make(map[int64]*pdfFont),
+		none:  loadFont(pdf.Value{}),
+	}
+}
+
+func (c *fontCache) get(fv pdf.Value) *pdfFont {
+	if fv.Kind() != pdf.Dict {
+		return c.none
+	}
+	key := fv.String()
+	if f, ok := c.byKey[key]; ok {
+		return f
+	}
+	f := loadFont(fv)
+	c.byKey[key] = f
+	return f
+}
+
+// resources resolves names used by one content stream: fonts and XObjects.
+type resources struct {
+	v         pdf.Value
+	fontDict  pdf.Value
+	fontRefs  map[string]operand
+	xobjDict  pdf.Value
+	fonts     map[string]*pdfFont
+	xobjects  map[string]pdf.Value
+	formCache map[string][]byte
+	loaded    bool
+}
+
+func newResources(v pdf.Value) *resources {
+	return &resources{v: v, fonts: make(map[string]*pdfFont)}
+}
+
+func (r *resources) load() {
+	if !r.loaded {
+		r.loaded = true
+		r.fontDict = r.v.Key("Font")
+		r.xobjDict = r.v.Key("XObject")
+		// The dictionary prints references as "n g R"; reading them back
+		// gives each font's object number without resolving it.
+		if r.fontDict.Kind() == pdf.Dict {
+			l := lexer{b: []byte(r.fontDict.String())}
+			if l.next().kind == tokDictOpen {
+				r.fontRefs = l.readDict()
+			}
+		}
+	}
+}
+
+// font returns the named font; a font that cannot be resolved reads as the
+// fallback font rather than failing the page.
+func (r *resources) font(cache *fontCache, name string) (f *pdfFont) {
+	if f, ok := r.fonts[name]; ok {
+		return f
+	}
+	defer func() {
+		if recover() != nil {
+			f = cache.none
+		}
+		r.fonts[name] = f
+	}()
+	r.load()
+	ref, isRef := r.fontRefs[name]
+	isRef = isRef && ref.kind == tokNumber
+	if isRef {
+		if f, ok := cache.byRef[int64(ref.num)]; ok {
+			return f
+		}
+	}
+	f = cache.get(r.fontDict.Key(name))
+	if isRef {
+		cache.byRef[int64(ref.num)] = f
+	}
+	return f
+}
+
+// form returns the content of the named form XObject, or nil for images,
+// unknown names and forms that cannot be read.
+func (r *resources) form(name string) (xo pdf.Value, data []byte) {
+	defer func() {
+		if recover() != nil {
+			xo, data = pdf.Value{}, nil
+			r.xobjects[name] = xo
+		}
+	}()
+	if r.xobjects == nil {
+		r.xobjects = make(map[string]pdf.Value)
+		r.formCache = make(map[string][]byte)
+	}
+	xo, ok := r.xobjects[name]
+	if !ok {
+		r.xobjects[name] = pdf.Value{}
+		r.load()
+		xo = r.xobjDict.Key(name)
+		if xo.Kind() != pdf.Stream || xo.Key("Subtype").Name() != "Form" {
+			xo = pdf.Value{}
+		}
+		r.xobjects[name] = xo
+	}
+	if xo.IsNull() {
+		return xo, nil
+	}
+	data, ok = r.formCache[name]
+	if !ok {
+		// A damaged form keeps what could be decoded of it.
+		data, _ = readStream(xo, maxContentBytes)
+		r.formCache[name] = data
+	}
+	return xo, data
+}

@@ -1,0 +1,179 @@
+package docs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Chunk is a stored piece of a file's text.
+type Chunk struct {
+	ID             string
+	FileID         string
+	FileName       string
+	ConversationID string
+	Content        string
+	// Ordinal is the chunk's position in its file, from 0.
+	Ordinal int
+	// PageNumber is the PDF page the chunk starts on; 0 for formats without
+	// pages.
+	PageNumber int
+	// CharStart and CharEnd are the chunk's rune offsets in the file's
+	// extracted text.
+	CharStart int
+	CharEnd   int
+}
+
+// parseID validates a file or chunk id before it reaches the database and
+// returns its canonical form.
+func parseID(kind, id string) (string, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return "", fmt.Errorf("docs: %w: %s id %q is not a UUID", ErrInvalidID, kind, id)
+	}
+	return u.String(), nil
+}
+
+// ListFiles returns a conversation's files, oldest first, in every status.
+// An unknown conversation has no files: the result is empty, not an error.
+func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, error) {
+	if err := checkConversationID(conversationID); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+fileColumns+` FROM files
+		WHERE conversation_id = $1
+		ORDER BY created_at, id`, conversationID)
+	if err != nil {
+		return nil, dbError("docs: list files", err)
+	}
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+	if err != nil {
+		return nil, dbError("docs: list files", err)
+	}
+	if files == nil {
+		files = []File{}
+	}
+	return files, nil
+}
+
+// GetFile returns a file by id, in any status. Errors wrap ErrInvalidID or
+// ErrNotFound.
+func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
+	id, err := parseID("file", id)
+	if err != nil {
+		return File{}, err
+	}
+	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return File{}, fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return File{}, dbError("docs: get file", err)
+	}
+	return f, nil
+}
+
+// FileText returns a ready file and its whole extracted text. A file still
+// processing or failed returns it with an error wrapping ErrNotReady.
+func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
+	id, err := parseID("file", id)
+	if err != nil {
+		return File{}, "", err
+	}
+	var text *string
+	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, extracted_text FROM files WHERE id = $1`, id)
+	var f File
+	err = row.Scan(&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
+		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.CreatedAt, &f.UpdatedAt, &text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return File{}, "", fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return File{}, "", dbError("docs: file text", err)
+	}
+	if f.Status != StatusReady || text == nil {
+		return f, "", fmt.Errorf("docs: file %s is %s: %w", id, f.Status, ErrNotReady)
+	}
+	return f, *text, nil
+}
+
+// GetChunk returns a chunk by id. Errors wrap ErrInvalidID or ErrNotFound.
+func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
+	id, err := parseID("chunk", id)
+	if err != nil {
+		return Chunk{}, err
+	}
+	var c Chunk
+	err = s.pool.QueryRow(ctx, `
+		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
+		       c.ordinal, c.page_number, c.char_start, c.char_end
+		FROM chunks c JOIN files f ON f.id = c.file_id
+		WHERE c.id = $1`, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
+		&c.Ordinal, &c.PageNumber, &c.CharStart, &c.CharEnd)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Chunk{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Chunk{}, dbError("docs: get chunk", err)
+	}
+	return c, nil
+}
+
+// DeleteFile deletes a file and its chunks and takes them out of the
+// conversation's BM25 statistics, in one transaction. A file still processing
+// is deleted too; its processing then stores nothing. Errors wrap
+// ErrInvalidID or ErrNotFound.
+func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	id, err := parseID("file", id)
+	if err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbError("docs: delete file", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	// Locks are taken in the order ingestion takes them: the file,
+	// conversation_stats, then term_stats.
+	var conversationID string
+	err = tx.QueryRow(ctx, `SELECT conversation_id FROM files WHERE id = $1 FOR UPDATE`, id).Scan(&conversationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return dbError("docs: delete file", err)
+	}
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE conversation_stats s
+		  SET chunk_count = s.chunk_count - d.n, total_tokens = s.total_tokens - d.tokens
+		  FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM chunks WHERE file_id = $1) d
+		  WHERE s.conversation_id = $2 AND d.n > 0`, []any{id, conversationID}},
+		{`DELETE FROM conversation_stats WHERE conversation_id = $1 AND chunk_count <= 0`, []any{conversationID}},
+		// Terms only this file held disappear; the others lose its count.
+		{`DELETE FROM term_stats t
+		  USING (SELECT u.lexeme, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
+		         WHERE c.file_id = $1 GROUP BY u.lexeme) d
+		  WHERE t.conversation_id = $2 AND t.term = d.lexeme AND t.df <= d.n`, []any{id, conversationID}},
+		{`UPDATE term_stats t SET df = t.df - d.n
+		  FROM (SELECT u.lexeme, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
+		        WHERE c.file_id = $1 GROUP BY u.lexeme) d
+		  WHERE t.conversation_id = $2 AND t.term = d.lexeme`, []any{id, conversationID}},
+		{`DELETE FROM files WHERE id = $1`, []any{id}},
+	} {
+		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
+			return dbError("docs: delete file", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbError("docs: delete file", err)
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package docs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// newStore opens a Store with the local embedder on a fresh database.
+func newStore(t testing.TB, opts Options) (*Store, string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openStore(t, url, emb, opts), url
+}
+
+func openStore(t testing.TB, url string, emb embed.Embedder, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, emb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// wordEmbedder is a feature-hashing embedder over whole words of letters
+// only: digits and punctuation do not exist for it, so texts that differ only
+// in a code such as ERR-4471 get the same vector. It lets tests know exactly
+// what the vector ranking can and cannot see.
+type wordEmbedder struct {
+	model string
+	dims  int
+}
+
+func (w wordEmbedder) Model() string   { return w.model }
+func (w wordEmbedder) Dimensions() int { return w.dims }
+
+func (w wordEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, text := range texts {
+		v := make([]float64, w.dims)
+		for _, word := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) }) {
+			h := fnv.New64a()
+			h.Write([]byte(word))
+			sum := h.Sum64()
+			sign := 1.0
+			if sum>>63 == 1 {
+				sign = -1
+			}
+			v[sum%uint64(w.dims)] += sign
+		}
+		var norm float64
+		for _, x := range v {
+			norm += x * x
+		}
+		vec := make([]float32, w.dims)
+		if norm == 0 {
+			// No words: a fixed direction rather than the zero vector.
+			vec[0] = 1
+		} else {
+			for j, x := range v {
+				vec[j] = float32(x / math.Sqrt(norm))
+			}
+		}
+		out[i] = vec
+	}
+	return out, ctx.Err()
+}
+
+// failingEmbedder fails every call.
+type failingEmbedder struct{ embed.Embedder }
+
+var errEmbedderDown = fmt.Errorf("test provider: %w", embed.ErrUnavailable)
+
+func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errEmbedderDown
+}
+
+// gatedEmbedder blocks every call until release is closed or the context
+// ends, and reports each call on started.
+type gatedEmbedder struct {
+	embed.Embedder
+	started chan struct{}
+	release chan struct{}
+}
+
+func newGatedEmbedder(t testing.TB) *gatedEmbedder {
+	t.Helper()
+	inner, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gatedEmbedder{Embedder: inner, started: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	select {
+	case g.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Embedder.Embed(ctx, texts)
+}
+
+// waitFiles polls until the conversation has want files, none processing.
+func waitFiles(t testing.TB, s *Store, conversationID string, want int) []File {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		files, err := s.ListFiles(context.Background(), conversationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(files) == want
+		for _, f := range files {
+			if f.Status == StatusProcessing {
+				done = false
+			}
+		}
+		if done {
+			return files
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files still processing after 60 s: %+v", files)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkStats compares the BM25 statistics ingestion maintains with the ones
+// recomputed from the conversation's chunks.
+func checkStats(t testing.TB, pool *pgxpool.Pool, conversationID string) {
+	t.Helper()
+	ctx := context.Background()
+	var kept, counted [2]int64
+	err := pool.QueryRow(ctx, `
+		SELECT coalesce((SELECT chunk_count FROM conversation_stats WHERE conversation_id = $1), 0),
+		       coalesce((SELECT total_tokens FROM conversation_stats WHERE conversation_id = $1), 0),
+		       (SELECT count(*) FROM chunks WHERE conversation_id = $1),
+		       (SELECT coalesce(sum(token_count), 0) FROM chunks WHERE conversation_id = $1)`,
+		conversationID).Scan(&kept[0], &kept[1], &counted[0], &counted[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != counted {
+		t.Errorf("conversation %s: stats say %d chunks / %d tokens, chunks hold %d / %d",
+			conversationID, kept[0], kept[1], counted[0], counted[1])
+	}
+	var wrong int
+	var example *string
+	err = pool.QueryRow(ctx, `
+		WITH actual AS (
+			SELECT u.lexeme AS term, count(*) AS df
+			FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
+			WHERE c.conversation_id = $1 GROUP BY u.lexeme
+		), kept AS (
+			SELECT term, df FROM term_stats WHERE conversation_id = $1
+		), diff AS (
+			SELECT coalesce(a.term, k.term) AS term FROM actual a FULL JOIN kept k ON a.term = k.term
+			WHERE a.df IS DISTINCT FROM k.df
+		)
+		SELECT count(*), min(term) FROM diff`, conversationID).Scan(&wrong, &example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrong != 0 {
+		t.Errorf("conversation %s: %d terms have a wrong document frequency, e.g. %q", conversationID, wrong, *example)
+	}
+}
+
+func countChunks(t testing.TB, pool *pgxpool.Pool, where string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM chunks WHERE `+where, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// vocabulary feeds prose generators with plain words.
+var vocabulary = strings.Fields(`
+	system data network server client request response database index query
+	cache memory disk file storage backup restore cluster node replica leader
+	follower election timeout retry latency throughput bandwidth packet route
+	gateway proxy balancer certificate token session cookie header payload
+	schema table column row transaction commit rollback lock deadlock vacuum
+	planner optimizer statistics histogram sample estimate cost budget quota
+	tenant account billing invoice payment refund ledger audit report metric
+	alert incident outage recovery failover migration upgrade release deploy
+	pipeline build artifact container image registry kernel process thread
+	signal socket buffer stream channel queue topic partition offset consumer
+	producer broker message event handler callback promise future worker pool
+	garden river mountain forest ocean valley island desert meadow harbor
+	bridge tower castle village market library museum theater stadium school`)
+
+// prose returns n words of deterministic text from seed, with a full stop
+// every dozen words.
+func prose(seed uint64, n int) string {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			if i%12 == 0 {
+				b.WriteString(". ")
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		// A skewed choice gives the common/rare word mix of real text.
+		k := int(float64(len(vocabulary)) * math.Pow(r.Float64(), 2))
+		b.WriteString(vocabulary[k])
+	}
+	b.WriteByte('.')
+	return b.String()
+}
+
+// makePDF returns a valid PDF with one page per string, each drawn in
+// Helvetica with lines split at "\n".
+func makePDF(pages ...string) []byte {
+	var objs []string
+	add := func(body string) int {
+		objs = append(objs, body)
+		return len(objs)
+	}
+	catalog := add("") // filled in once the page tree's number is known
+	tree := add("")
+	font := add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+	var kids []string
+	for _, p := range pages {
+		var content strings.Builder
+		content.WriteString("BT /F1 11 Tf 72 740 Td 14 TL\n")
+		for _, line := range strings.Split(p, "\n") {
+			esc := strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`).Replace(line)
+			fmt.Fprintf(&content, "(%s) Tj T*\n", esc)
+		}
+		content.WriteString("ET\n")
+		c := add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
+		page := add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", tree, font, c))
+		kids = append(kids, fmt.Sprintf("%d 0 R", page))
+	}
+	objs[catalog-1] = fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree)
+	objs[tree-1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(kids))
+
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, catalog, xref)
+	return b.Bytes()
+}
+
+// collect gathers errors from goroutines.
+type collect struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (c *collect) add(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, err)
+}
+
+func (c *collect) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.errs...)
+}

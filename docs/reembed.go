@@ -1,0 +1,147 @@
+package docs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/mcpsearch/mcpsearch/embed"
+)
+
+// Reembed moves every ready file's chunks to the embedder to, one file per
+// transaction, and makes to the store's embedder for ingestion and search.
+//
+// The switch happens first, so files uploaded meanwhile are embedded by to
+// directly, and Search, which only compares vectors of the current model,
+// sees each file again as soon as its transaction commits. Reembed is
+// resumable: files already on to's model are skipped, so after an error or a
+// cancellation running it again finishes the move. Files that another
+// process (a replica still configured with the old embedder) stores while it
+// runs need another run.
+//
+// progress, when not nil, is called with the number of chunks moved so far
+// and the total, first with done = 0 and then after each file.
+func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(done, total int)) error {
+	if to == nil {
+		return errors.New("docs: reembed: nil embedder")
+	}
+	if err := checkEmbedder(to); err != nil {
+		return fmt.Errorf("docs: reembed: %w", err)
+	}
+	if s.isClosed() {
+		return fmt.Errorf("docs: reembed: %w", ErrClosed)
+	}
+	s.setEmbedder(to)
+	if err := s.EnsureModelIndex(ctx, to.Model(), to.Dimensions()); err != nil {
+		return err
+	}
+
+	type pending struct {
+		id     string
+		chunks int
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id::text, chunk_count FROM files
+		WHERE status = 'ready' AND embedding_model <> $1
+		ORDER BY created_at, id`, to.Model())
+	if err != nil {
+		return dbError("docs: reembed", err)
+	}
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pending, error) {
+		var p pending
+		err := r.Scan(&p.id, &p.chunks)
+		return p, err
+	})
+	if err != nil {
+		return dbError("docs: reembed", err)
+	}
+	total := 0
+	for _, f := range files {
+		total += f.chunks
+	}
+	done := 0
+	if progress != nil {
+		progress(done, total)
+	}
+	for _, f := range files {
+		if err := s.reembedFile(ctx, f.id, to); err != nil {
+			return fmt.Errorf("docs: reembed file %s: %w", f.id, err)
+		}
+		done += f.chunks
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	return nil
+}
+
+// reembedFile embeds one file's chunks with to and swaps the vectors in one
+// transaction.
+func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedder) error {
+	rows, err := s.pool.Query(ctx, `SELECT id::text, content FROM chunks WHERE file_id = $1 ORDER BY ordinal`, fileID)
+	if err != nil {
+		return dbError("read chunks", err)
+	}
+	type stored struct{ id, content string }
+	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stored, error) {
+		var c stored
+		err := r.Scan(&c.id, &c.content)
+		return c, err
+	})
+	if err != nil {
+		return dbError("read chunks", err)
+	}
+	vecs := make([][]float32, 0, len(chunks))
+	for start := 0; start < len(chunks); start += embedBatch {
+		batch := chunks[start:min(start+embedBatch, len(chunks))]
+		texts := make([]string, len(batch))
+		for i, c := range batch {
+			texts[i] = c.content
+		}
+		out, err := to.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		if err := checkVectors(to, len(texts), out); err != nil {
+			return err
+		}
+		vecs = append(vecs, out...)
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbError("store vectors", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The file row is locked first, as DeleteFile locks it, so the two
+	// cannot deadlock. A file deleted meanwhile has nothing left to move.
+	tag, err := tx.Exec(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'`,
+		fileID, to.Model())
+	if err != nil {
+		return dbError("store vectors", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
+		return dbError("store vectors", err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"reembed"}, []string{"id", "embedding"},
+		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
+			return []any{chunks[i].id, pgvector.NewVector(vecs[i])}, nil
+		})); err != nil {
+		return dbError("store vectors", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2
+		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, to.Model()); err != nil {
+		return dbError("store vectors", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbError("store vectors", err)
+	}
+	return nil
+}

@@ -1,0 +1,505 @@
+package docs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	neturl "net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpsearch/mcpsearch/docs/chunk"
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// TestKeywordFindsAnExactCodeThatVectorMisses uses an embedder blind to
+// digits: for it the target chunk only shares the word "err" with the query,
+// while reference pages full of "error code" look much closer. BM25 finds the
+// target through the rare term "-4471".
+func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, Options{})
+	ctx := context.Background()
+	const conv = "codes"
+	target, err := s.Ingest(ctx, conv, "incident.txt", "", []byte("Incident: the payment service crashed with ERR-4471 after the certificate rotation."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		text := fmt.Sprintf("Error code reference, page %d: every error code ERR has a meaning; look the error code up in the error table.", i)
+		if _, err := s.Ingest(ctx, conv, fmt.Sprintf("reference-%d.txt", i), "", []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const query = "error code ERR-4471"
+	rank := func(mode Mode, topK int) int {
+		t.Helper()
+		hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: mode, TopK: topK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range hits {
+			if h.FileID == target.ID {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	if r := rank(Keyword, 5); r != 1 {
+		t.Errorf("keyword search ranks the chunk with ERR-4471 at %d, want 1", r)
+	}
+	if r := rank(Vector, 5); r != 0 {
+		t.Errorf("vector search ranks the chunk with ERR-4471 at %d; the test embedder should not see it in the top 5", r)
+	}
+	// Fusion ranks it below reference pages that both lists rank fairly
+	// high, but above those ranked low in both.
+	if r := rank(Hybrid, 10); r == 0 {
+		t.Error("hybrid search lost the chunk keyword search ranks first")
+	}
+}
+
+func TestThresholdAndScorePerMode(t *testing.T) {
+	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 300, Overlap: 0}})
+	ctx := context.Background()
+	const conv = "threshold"
+	for i := range 4 {
+		if _, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(20+i), 400))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(q Query) []Hit {
+		t.Helper()
+		q.ConversationID = conv
+		hits, err := s.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	const query = "database replica failover latency"
+
+	t.Run("vector", func(t *testing.T) {
+		all := search(Query{Text: query, Mode: Vector, TopK: 20})
+		if len(all) != 20 {
+			t.Fatalf("%d hits, want 20", len(all))
+		}
+		for i, h := range all {
+			if h.Score != h.Similarity {
+				t.Errorf("hit %d: score %v, similarity %v; vector mode scores by similarity", i, h.Score, h.Similarity)
+			}
+			if i > 0 && h.Similarity > all[i-1].Similarity {
+				t.Errorf("hit %d is more similar than hit %d", i, i-1)
+			}
+		}
+		cut := all[4].Similarity
+		above := search(Query{Text: query, Mode: Vector, TopK: 20, Threshold: cut})
+		want := 0
+		for _, h := range all {
+			if h.Similarity >= cut {
+				want++
+			}
+		}
+		if len(above) != want {
+			t.Errorf("threshold %v: %d hits, want the %d at or above it", cut, len(above), want)
+		}
+		for _, h := range above {
+			if h.Similarity < cut {
+				t.Errorf("hit below the threshold: %v < %v", h.Similarity, cut)
+			}
+		}
+		if hits := search(Query{Text: query, Mode: Vector, Threshold: 1}); len(hits) != 0 {
+			t.Errorf("threshold 1: %d hits, want none", len(hits))
+		}
+	})
+
+	t.Run("keyword ignores the threshold", func(t *testing.T) {
+		hits := search(Query{Text: query, Mode: Keyword, Threshold: 1, TopK: 10})
+		if len(hits) != 10 {
+			t.Fatalf("%d hits, want 10", len(hits))
+		}
+		for i, h := range hits {
+			if h.Similarity >= 1 || h.Similarity <= 0 {
+				t.Errorf("hit %d: similarity %v, want it reported in (0, 1)", i, h.Similarity)
+			}
+			if h.Score <= 0 || (i > 0 && h.Score > hits[i-1].Score) {
+				t.Errorf("hit %d: BM25 score %v out of order", i, h.Score)
+			}
+		}
+	})
+
+	t.Run("hybrid keeps keyword matches above any threshold", func(t *testing.T) {
+		keyword := map[string]bool{}
+		for _, h := range search(Query{Text: query, Mode: Keyword, TopK: MaxTopK}) {
+			keyword[h.ChunkID] = true
+		}
+		hits := search(Query{Text: query, Threshold: 1, TopK: 10})
+		if len(hits) == 0 {
+			t.Fatal("no hits")
+		}
+		for i, h := range hits {
+			if !keyword[h.ChunkID] {
+				t.Errorf("hit %d matched no keyword yet passed threshold 1 (similarity %v)", i, h.Similarity)
+			}
+			if h.Score <= 0 || h.Score > 2.0/(rrfK+1) || (i > 0 && h.Score > hits[i-1].Score) {
+				t.Errorf("hit %d: fused score %v out of range or order", i, h.Score)
+			}
+		}
+		// Stop words only: no keyword can match, so the threshold decides.
+		if hits := search(Query{Text: "the and of", Threshold: 1}); len(hits) != 0 {
+			t.Errorf("stop-word query at threshold 1: %d hits, want none", len(hits))
+		}
+		if hits := search(Query{Text: "the and of"}); len(hits) != DefaultTopK {
+			t.Errorf("stop-word query at threshold 0: %d hits, want %d from vector search", len(hits), DefaultTopK)
+		}
+	})
+}
+
+func TestSearchArguments(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := s.Ingest(ctx, "args", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(40+i), 3000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		q    Query
+		want error
+		hits int // checked when want is nil; -1 skips
+	}{
+		{"empty", Query{Text: " \n\t", ConversationID: "args"}, ErrEmptyQuery, 0},
+		{"too long", Query{Text: strings.Repeat("é", MaxQueryRunes+1), ConversationID: "args"}, ErrInvalidArgument, 0},
+		{"longest", Query{Text: strings.Repeat("é", MaxQueryRunes), ConversationID: "args"}, nil, -1},
+		{"no conversation", Query{Text: "x"}, ErrInvalidArgument, 0},
+		{"negative threshold", Query{Text: "x", ConversationID: "args", Threshold: -0.1}, ErrInvalidArgument, 0},
+		{"threshold above 1", Query{Text: "x", ConversationID: "args", Threshold: 1.5}, ErrInvalidArgument, 0},
+		{"NaN threshold", Query{Text: "x", ConversationID: "args", Threshold: math.NaN()}, ErrInvalidArgument, 0},
+		{"negative top_k", Query{Text: "x", ConversationID: "args", TopK: -1}, ErrInvalidArgument, 0},
+		{"unknown mode", Query{Text: "x", ConversationID: "args", Mode: "fuzzy"}, ErrInvalidArgument, 0},
+		{"default top_k", Query{Text: "server cluster", ConversationID: "args"}, nil, DefaultTopK},
+		{"top_k above the maximum", Query{Text: "server cluster", ConversationID: "args", TopK: 500}, nil, MaxTopK},
+		{"unknown conversation", Query{Text: "server cluster", ConversationID: "nobody"}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits, err := s.Search(ctx, tt.q)
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) || Retryable(err) {
+					t.Errorf("Search = %v; want non-retryable %v", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Search = %v", err)
+			}
+			if hits == nil {
+				t.Error("nil hits; want an empty slice")
+			}
+			if tt.hits >= 0 && len(hits) != tt.hits {
+				t.Errorf("%d hits, want %d", len(hits), tt.hits)
+			}
+		})
+	}
+}
+
+// TestModelsNeverMixAndReembed stores files under two models of different
+// dimensions in one conversation, then moves one store to the other model.
+func TestModelsNeverMixAndReembed(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	e384, _ := embed.NewLocal(384)
+	e256, _ := embed.NewLocal(256)
+	a := openStore(t, url, e384, Options{})
+	b := openStore(t, url, e256, Options{})
+	const conv = "models"
+	fa, err := a.Ingest(ctx, conv, "a.txt", "", []byte("Orchard notes. "+prose(60, 900)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := b.Ingest(ctx, conv, "b.txt", "", []byte("Orchard notes. "+prose(61, 900)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const query = "orchard notes server cluster"
+	files := func(s *Store, mode Mode) map[string]bool {
+		t.Helper()
+		hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: mode, TopK: MaxTopK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, h := range hits {
+			seen[h.FileID] = true
+		}
+		return seen
+	}
+	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
+		if got := files(a, mode); !got[fa.ID] || got[fb.ID] {
+			t.Errorf("%s search with the 384-dimension model sees files %v; want only %s", mode, got, fa.ID)
+		}
+		if got := files(b, mode); !got[fb.ID] || got[fa.ID] {
+			t.Errorf("%s search with the 256-dimension model sees files %v; want only %s", mode, got, fb.ID)
+		}
+	}
+
+	var calls [][2]int
+	if err := a.Reembed(ctx, e256, func(done, total int) { calls = append(calls, [2]int{done, total}) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int{{0, fa.ChunkCount}, {fa.ChunkCount, fa.ChunkCount}}; !slices.Equal(calls, want) {
+		t.Errorf("progress calls %v, want %v", calls, want)
+	}
+	if a.Embedder().Model() != e256.Model() {
+		t.Errorf("store embedder after Reembed is %s, want %s", a.Embedder().Model(), e256.Model())
+	}
+	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
+		if got := files(a, mode); !got[fa.ID] || !got[fb.ID] {
+			t.Errorf("%s search after Reembed sees files %v; want both", mode, got)
+		}
+	}
+	var wrongModel, wrongDims int
+	err = a.Pool().QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM chunks WHERE embedding_model <> $1),
+		       (SELECT count(*) FROM chunks WHERE vector_dims(embedding) <> 256)`, e256.Model()).Scan(&wrongModel, &wrongDims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrongModel != 0 || wrongDims != 0 {
+		t.Errorf("after Reembed %d chunks keep another model and %d other dimensions", wrongModel, wrongDims)
+	}
+	moved, err := a.GetFile(ctx, fa.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.EmbeddingModel != e256.Model() {
+		t.Errorf("file model after Reembed = %s, want %s", moved.EmbeddingModel, e256.Model())
+	}
+
+	// The stored vectors are the new embedder's: the reported similarity
+	// matches one computed here.
+	hits, err := a.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Vector, TopK: 1})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("Search = %v, %v", hits, err)
+	}
+	vecs, _ := e256.Embed(ctx, []string{query, hits[0].Content})
+	if want := cosine(vecs[0], vecs[1]); math.Abs(hits[0].Similarity-want) > 1e-4 {
+		t.Errorf("similarity %v, recomputed %v", hits[0].Similarity, want)
+	}
+
+	calls = nil
+	if err := a.Reembed(ctx, e256, func(done, total int) { calls = append(calls, [2]int{done, total}) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(calls, [][2]int{{0, 0}}) {
+		t.Errorf("second Reembed progress %v; want nothing to do", calls)
+	}
+	checkStats(t, a.Pool(), conv)
+}
+
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// TestFilteredVectorSearchThroughTheIndex forces the planner onto the HNSW
+// index, where a selective conversation filter starves a plain index scan:
+// the 40 nearest chunks overall all belong to a large conversation. Both the
+// iterative scan (pgvector 0.8) and the exact fallback (older pgvector) must
+// still return every chunk of the small conversation.
+func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	emb, _ := embed.NewLocal(384)
+	loader := openStore(t, url, emb, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	if _, err := loader.Ingest(ctx, "large", "large.txt", "", []byte(prose(70, 12000))); err != nil {
+		t.Fatal(err)
+	}
+	small := map[string]bool{}
+	for i := range 3 {
+		f, err := loader.Ingest(ctx, "small", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(80+i), 20)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		small[f.ID] = true
+	}
+
+	// Disabling the alternatives leaves the HNSW index as the cheapest path.
+	forced := url + "&options=" + neturl.QueryEscape("-c enable_seqscan=off -c enable_bitmapscan=off -c enable_sort=off")
+	plan := explainVector(t, forced, modelSpec{name: emb.Model(), dims: emb.Dimensions()})
+	if want := indexName(emb.Model(), emb.Dimensions()); !strings.Contains(plan, want) {
+		t.Fatalf("vector query plan does not use %s:\n%s", want, plan)
+	}
+
+	for _, exact := range []bool{false, true} {
+		s := openStore(t, forced, emb, Options{})
+		s.forceExactFallback = exact
+		hits, err := s.Search(ctx, Query{Text: "server cluster replica", ConversationID: "small", Mode: Vector, TopK: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, h := range hits {
+			got[h.FileID] = true
+		}
+		if len(hits) != 3 || len(got) != 3 {
+			t.Errorf("exact fallback %v: %d hits from files %v; want the small conversation's 3 chunks", exact, len(hits), got)
+		}
+	}
+}
+
+func explainVector(t *testing.T, url string, m modelSpec) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	q := make([]float32, m.dims)
+	q[0] = 1
+	rows, err := conn.Query(ctx, "EXPLAIN "+vectorSQL(m), vectorText(q), "small", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func vectorText(v []float32) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// TestModelNameIsQuoted stores and searches under a model name that needs
+// quoting in SQL.
+func TestModelNameIsQuoted(t *testing.T) {
+	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, Options{})
+	ctx := context.Background()
+	if _, err := s.Ingest(ctx, "q", "a.txt", "", []byte("quoting matters in every statement")); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
+		hits, err := s.Search(ctx, Query{Text: "quoting statement", ConversationID: "q", Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 1 {
+			t.Errorf("%s: %d hits, want 1", mode, len(hits))
+		}
+	}
+}
+
+func TestFuse(t *testing.T) {
+	c := func(id string, sim float64) candidate { return candidate{id: id, similarity: sim} }
+	k := func(id string, sim float64) candidate { return candidate{id: id, similarity: sim, keyword: true} }
+	r := func(ranks ...int) float64 {
+		var s float64
+		for _, rank := range ranks {
+			s += 1 / float64(rrfK+rank)
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		vector    []candidate
+		keyword   []candidate
+		threshold float64
+		want      []string
+		scores    []float64
+	}{
+		{
+			name:    "in both lists beats first in one",
+			vector:  []candidate{c("a", 0.9), c("b", 0.8)},
+			keyword: []candidate{k("b", 0.8), k("c", 0.1)},
+			want:    []string{"b", "a", "c"},
+			scores:  []float64{r(2, 1), r(1), r(2)},
+		},
+		{
+			name:      "threshold drops vector-only chunks, not keyword matches",
+			vector:    []candidate{c("a", 0.9), c("b", 0.5), c("c", 0.4)},
+			keyword:   []candidate{k("c", 0.4)},
+			threshold: 0.6,
+			want:      []string{"c", "a"},
+			scores:    []float64{r(3, 1), r(1)},
+		},
+		{
+			name:    "equal scores order by similarity",
+			vector:  []candidate{c("x", 0.7)},
+			keyword: []candidate{k("y", 0.2)},
+			want:    []string{"x", "y"},
+			scores:  []float64{r(1), r(1)},
+		},
+		{name: "nothing", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fuse(tt.vector, tt.keyword, tt.threshold)
+			var ids []string
+			for i, g := range got {
+				ids = append(ids, g.id)
+				if i < len(tt.scores) && math.Abs(g.score-tt.scores[i]) > 1e-12 {
+					t.Errorf("%s: score %v, want %v", g.id, g.score, tt.scores[i])
+				}
+			}
+			if !slices.Equal(ids, tt.want) {
+				t.Errorf("fuse = %v, want %v", ids, tt.want)
+			}
+		})
+	}
+}
+
+func TestIndexName(t *testing.T) {
+	tests := []struct {
+		model  string
+		dims   int
+		prefix string
+	}{
+		{"local-hash-v1-384", 384, "chunks_hnsw_local_hash_v1_384_384_"},
+		{"openai/text-embedding-3-small", 1536, "chunks_hnsw_openai_text_embedding_3_smal_1536_"},
+		{"O'Brien  Model", 8, "chunks_hnsw_o_brien_model_8_"},
+		{"---", 8, "chunks_hnsw__8_"},
+		{strings.Repeat("x", 300), 4000, "chunks_hnsw_" + strings.Repeat("x", 28) + "_4000_"},
+	}
+	for _, tt := range tests {
+		got := indexName(tt.model, tt.dims)
+		if !strings.HasPrefix(got, tt.prefix) || len(got) > 63 {
+			t.Errorf("indexName(%q, %d) = %q; want prefix %q and at most 63 bytes", tt.model, tt.dims, got, tt.prefix)
+		}
+	}
+	// Names that read the same differ by their digest.
+	if indexName("a-b", 8) == indexName("a_b", 8) {
+		t.Error("models a-b and a_b share an index name")
+	}
+}
+
+func TestVersionAtLeast(t *testing.T) {
+	tests := []struct {
+		v    string
+		want bool
+	}{
+		{"0.8.0", true}, {"0.8", true}, {"0.10.1", true}, {"1.0.0", true},
+		{"0.7.4", false}, {"0.5.1", false}, {"", false}, {"x.y", false},
+	}
+	for _, tt := range tests {
+		if got := versionAtLeast(tt.v, 0, 8); got != tt.want {
+			t.Errorf("versionAtLeast(%q, 0, 8) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}

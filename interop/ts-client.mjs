@@ -1,0 +1,352 @@
+#!/usr/bin/env node
+// ts-client.mjs drives a running mcpsearch (or one it starts over stdio) with
+// the official MCP TypeScript SDK and checks one scenario of the contract.
+//
+//   node ts-client.mjs --transport stdio --command BIN --arg serve --env K=V ... --scenario basic
+//   node ts-client.mjs --transport http --url http://127.0.0.1:8080/mcp --scenario invalid
+//   node ts-client.mjs --transport sse --url http://127.0.0.1:8080/sse --scenario upstream \
+//       --expect-code TOOL_ERROR --expect-retryable false --expect-message-substring search.formats
+//
+// Scenarios: basic, invalid, ratelimited, unknown-tool, upstream, timeout.
+// On success it prints one JSON line {"ok":true,...} to stdout and exits 0;
+// on any failed check it prints {"ok":false,...} and a message on stderr and
+// exits 1. Knowledge of the fake SearXNG (expected URLs, engines, counts)
+// comes in through flags, so this file only knows the MCP contract.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+
+const TOOL = "web_search";
+const CALL_TIMEOUT_MS = 20000;
+const SCENARIO_TIMEOUT_MS = 60000;
+
+class CheckError extends Error {}
+
+function parseArgs(argv) {
+  const opts = { args: [], env: {}, scenario: "basic", query: "mcp interop", maxResults: 3 };
+  const repeatable = new Set(["--arg", "--env"]);
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (!flag.startsWith("--")) {
+      throw new Error(`unexpected argument ${JSON.stringify(flag)}`);
+    }
+    let value;
+    const eq = flag.indexOf("=");
+    let name = flag;
+    if (eq > 0 && !repeatable.has(flag.slice(0, eq))) {
+      name = flag.slice(0, eq);
+      value = flag.slice(eq + 1);
+    } else {
+      if (i + 1 >= argv.length) {
+        throw new Error(`${flag} needs a value`);
+      }
+      value = argv[++i];
+    }
+    switch (name) {
+      case "--transport": opts.transport = value; break;
+      case "--command": opts.command = value; break;
+      case "--arg": opts.args.push(value); break;
+      case "--env": {
+        const k = value.indexOf("=");
+        if (k <= 0) throw new Error(`--env wants K=V, got ${JSON.stringify(value)}`);
+        opts.env[value.slice(0, k)] = value.slice(k + 1);
+        break;
+      }
+      case "--url": opts.url = value; break;
+      case "--scenario": opts.scenario = value; break;
+      case "--query": opts.query = value; break;
+      case "--max-results": opts.maxResults = parseInt(value, 10); break;
+      case "--expect-results": opts.expectResults = parseInt(value, 10); break;
+      case "--expect-first-url": opts.expectFirstURL = value; break;
+      case "--expect-merged-engine": opts.expectMergedEngine = value; break;
+      case "--expect-code": opts.expectCode = value; break;
+      case "--expect-retryable":
+        if (value !== "true" && value !== "false") throw new Error("--expect-retryable wants true or false");
+        opts.expectRetryable = value === "true";
+        break;
+      case "--expect-message-substring": opts.expectMessage = value; break;
+      case "--burst": opts.burst = parseInt(value, 10); break;
+      default: throw new Error(`unknown flag ${name}`);
+    }
+  }
+  if (!["stdio", "sse", "http"].includes(opts.transport)) {
+    throw new Error("--transport must be stdio, sse or http");
+  }
+  if (opts.transport === "stdio" && !opts.command) {
+    throw new Error("--transport stdio needs --command");
+  }
+  if (opts.transport !== "stdio" && !opts.url) {
+    throw new Error(`--transport ${opts.transport} needs --url`);
+  }
+  return opts;
+}
+
+function newTransport(opts) {
+  switch (opts.transport) {
+    case "stdio":
+      // The server's logs go to our stderr, where the test shows them on failure.
+      return new StdioClientTransport({ command: opts.command, args: opts.args, env: opts.env, stderr: "inherit" });
+    case "sse":
+      return new SSEClientTransport(new URL(opts.url));
+    default:
+      return new StreamableHTTPClientTransport(new URL(opts.url));
+  }
+}
+
+// Checks counts what was verified, so the report shows the scenario did work.
+class Checks {
+  constructor() { this.n = 0; }
+  ok(cond, msg) {
+    this.n++;
+    if (!cond) throw new CheckError(msg);
+  }
+  equal(got, want, what) {
+    this.ok(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  }
+}
+
+function textBlocks(result) {
+  return (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text);
+}
+
+// toolError parses the contract's error body out of an isError result.
+function toolError(check, result, what) {
+  check.ok(result.isError === true, `${what}: want isError true, got result ${JSON.stringify(result).slice(0, 500)}`);
+  const texts = textBlocks(result);
+  check.ok(texts.length > 0, `${what}: error result has no text content`);
+  let body;
+  try {
+    body = JSON.parse(texts[0]);
+  } catch (e) {
+    throw new CheckError(`${what}: error text is not JSON: ${texts[0].slice(0, 300)}`);
+  }
+  const err = body?.error;
+  check.ok(err && typeof err === "object", `${what}: error text has no "error" object: ${texts[0].slice(0, 300)}`);
+  check.ok(typeof err.code === "string" && err.code !== "", `${what}: error.code missing in ${texts[0]}`);
+  check.ok(typeof err.message === "string" && err.message !== "", `${what}: error.message missing in ${texts[0]}`);
+  check.ok(typeof err.retryable === "boolean", `${what}: error.retryable is not a boolean in ${texts[0]}`);
+  return err;
+}
+
+function expectError(check, result, what, { code, retryable, substrings = [] }) {
+  const err = toolError(check, result, what);
+  check.equal(err.code, code, `${what}: error.code`);
+  if (retryable !== undefined) {
+    check.equal(err.retryable, retryable, `${what}: error.retryable (message: ${err.message})`);
+  }
+  for (const s of substrings) {
+    check.ok(err.message.toLowerCase().includes(s.toLowerCase()),
+      `${what}: error.message ${JSON.stringify(err.message)} does not mention ${JSON.stringify(s)}`);
+  }
+  return err;
+}
+
+function call(client, args) {
+  return client.callTool({ name: TOOL, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS });
+}
+
+async function listWebSearch(check, client) {
+  const { tools } = await client.listTools();
+  const tool = tools.find((t) => t.name === TOOL);
+  check.ok(tool, `tools/list does not offer ${TOOL}: got ${JSON.stringify(tools.map((t) => t.name))}`);
+  return tool;
+}
+
+const scenarios = {
+  async basic(check, client, opts, details) {
+    const info = client.getServerVersion();
+    check.equal(info?.name, "mcpsearch", "serverInfo.name");
+    check.ok(typeof info?.version === "string" && info.version !== "", "serverInfo.version is empty");
+    check.ok(client.getServerCapabilities()?.tools, "server does not declare the tools capability");
+
+    const tool = await listWebSearch(check, client);
+    const schema = tool.inputSchema;
+    check.equal(schema?.type, "object", "inputSchema.type");
+    check.ok(Array.isArray(schema.required) && schema.required.includes("query"),
+      `inputSchema.required does not list query: ${JSON.stringify(schema.required)}`);
+    check.equal(schema.properties?.query?.type, "string", "inputSchema.properties.query.type");
+    for (const p of ["max_results", "language", "categories", "time_range", "page", "safesearch"]) {
+      check.ok(schema.properties?.[p], `inputSchema has no property ${p}`);
+    }
+    check.ok(tool.outputSchema?.type === "object", "web_search declares no object outputSchema");
+    check.equal(tool.annotations?.readOnlyHint, true, "annotations.readOnlyHint");
+
+    // The SDK validates structuredContent against the outputSchema cached by
+    // listTools above; a mismatch throws here.
+    const result = await call(client, { query: opts.query, max_results: opts.maxResults });
+    check.ok(!result.isError, `web_search failed: ${textBlocks(result).join(" ").slice(0, 500)}`);
+    const sc = result.structuredContent;
+    check.ok(sc && typeof sc === "object", "web_search returned no structuredContent");
+    check.equal(sc.query, opts.query, "structuredContent.query");
+    check.ok(Array.isArray(sc.results), "structuredContent.results is not an array");
+    check.ok(Array.isArray(sc.suggestions), "structuredContent.suggestions is not an array");
+    const want = opts.expectResults ?? opts.maxResults;
+    check.equal(sc.results.length, want, "number of results");
+    for (const [i, r] of sc.results.entries()) {
+      for (const f of ["title", "url", "content", "engine"]) {
+        check.ok(typeof r[f] === "string", `results[${i}].${f} is not a string: ${JSON.stringify(r)}`);
+      }
+      check.ok(r.title !== "" && /^https?:\/\//.test(r.url), `results[${i}] has no title or URL: ${JSON.stringify(r)}`);
+      if (r.engines !== undefined) {
+        check.ok(Array.isArray(r.engines), `results[${i}].engines is not an array`);
+      }
+    }
+    const urls = sc.results.map((r) => r.url);
+    check.equal(new Set(urls).size, urls.length, `distinct URLs among ${JSON.stringify(urls)}`);
+    if (opts.expectFirstURL) {
+      check.equal(sc.results[0].url, opts.expectFirstURL, "results[0].url");
+    }
+    if (opts.expectMergedEngine) {
+      // The duplicate hit from another engine must be folded into the first
+      // result instead of appearing as a result of its own.
+      const engines = sc.results[0].engines ?? [];
+      check.ok(engines.includes(opts.expectMergedEngine),
+        `results[0].engines ${JSON.stringify(engines)} lacks ${opts.expectMergedEngine}: duplicate URLs were not merged`);
+    }
+
+    const texts = textBlocks(result);
+    check.ok(texts.length > 0, "web_search result has no text block");
+    const text = texts.join("\n");
+    check.ok(text.includes(`1. ${sc.results[0].title}`), `text block lacks "1. ${sc.results[0].title}": ${text.slice(0, 300)}`);
+    check.ok(text.includes(sc.results[0].url), "text block lacks the first URL");
+    check.ok(text.includes(`${sc.results.length}. `), `text block does not number result ${sc.results.length}`);
+    details.results = sc.results.length;
+  },
+
+  async invalid(check, client) {
+    const cases = [
+      { what: "empty query", args: { query: "   " }, substrings: ["query", "send"] },
+      { what: "missing query", args: {}, substrings: ["query"] },
+      { what: "max_results 1000", args: { query: "x", max_results: 1000 }, substrings: ["max_results", "send 1 to"] },
+      { what: "negative max_results", args: { query: "x", max_results: -1 }, substrings: ["max_results", "send"] },
+      { what: "unknown category", args: { query: "x", categories: ["nope"] }, substrings: ["nope", "general"] },
+      { what: "unknown time_range", args: { query: "x", time_range: "decade" }, substrings: ["decade", "day"] },
+      { what: "safesearch 7", args: { query: "x", safesearch: 7 }, substrings: ["safesearch", "send"] },
+      { what: "max_results of the wrong type", args: { query: "x", max_results: "five" }, substrings: ["max_results", "integer"] },
+      { what: "unknown argument", args: { query: "x", colour: "blue" }, substrings: ["colour"] },
+    ];
+    for (const c of cases) {
+      const result = await call(client, c.args);
+      expectError(check, result, c.what, { code: "TOOL_ERROR", retryable: false, substrings: c.substrings });
+    }
+  },
+
+  async ratelimited(check, client, opts, details) {
+    const burst = opts.burst ?? 2;
+    for (let i = 1; i <= burst; i++) {
+      const r = await call(client, { query: `${opts.query} ${i}`, max_results: 1 });
+      check.ok(!r.isError, `call ${i} of a burst of ${burst} failed: ${textBlocks(r).join(" ").slice(0, 300)}`);
+    }
+    const r = await call(client, { query: `${opts.query} over`, max_results: 1 });
+    const err = expectError(check, r, `call ${burst + 1}`, { code: "RATE_LIMITED", retryable: true });
+    check.ok(Number.isInteger(err.retry_after_ms) && err.retry_after_ms > 0,
+      `retry_after_ms should be a positive integer, got ${JSON.stringify(err.retry_after_ms)}`);
+    details.retry_after_ms = err.retry_after_ms;
+  },
+
+  async "unknown-tool"(check, client) {
+    let thrown;
+    try {
+      const r = await client.callTool({ name: "no_such_tool", arguments: {} }, undefined, { timeout: CALL_TIMEOUT_MS });
+      throw new CheckError(`calling an unknown tool returned a result instead of a JSON-RPC error: ${JSON.stringify(r).slice(0, 300)}`);
+    } catch (e) {
+      if (e instanceof CheckError) throw e;
+      thrown = e;
+    }
+    check.ok(thrown instanceof McpError, `want an McpError, got ${thrown}`);
+    check.ok(Number.isInteger(thrown.code) && thrown.code < 0, `want a negative JSON-RPC error code, got ${thrown.code}`);
+    check.ok(thrown.message.includes("no_such_tool"), `error message does not name the tool: ${thrown.message}`);
+    // The session must survive the error.
+    const tool = await listWebSearch(check, client);
+    check.ok(tool, "tools/list after the error");
+  },
+
+  async upstream(check, client, opts, details) {
+    check.ok(opts.expectCode, "upstream needs --expect-code");
+    const r = await call(client, { query: opts.query });
+    const err = expectError(check, r, "web_search", {
+      code: opts.expectCode,
+      retryable: opts.expectRetryable,
+      substrings: opts.expectMessage ? [opts.expectMessage] : [],
+    });
+    details.error = err;
+  },
+
+  async timeout(check, client, opts, details) {
+    const started = Date.now();
+    const r = await call(client, { query: opts.query });
+    const err = expectError(check, r, "web_search", {
+      code: "TIMEOUT",
+      retryable: true,
+      substrings: opts.expectMessage ? [opts.expectMessage] : [],
+    });
+    details.error = err;
+    details.elapsed_ms = Date.now() - started;
+  },
+};
+
+async function main() {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`ts-client: ${e.message}\n`);
+    process.exit(2);
+  }
+  const run = scenarios[opts.scenario];
+  if (!run) {
+    process.stderr.write(`ts-client: unknown scenario ${opts.scenario}; want one of ${Object.keys(scenarios).join(", ")}\n`);
+    process.exit(2);
+  }
+  const report = { scenario: opts.scenario, transport: opts.transport, ok: false, checks: 0, details: {} };
+  const check = new Checks();
+  const watchdog = setTimeout(() => {
+    report.error = `scenario did not finish within ${SCENARIO_TIMEOUT_MS} ms`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.stderr.write(`ts-client: ${opts.scenario} over ${opts.transport}: ${report.error}\n`);
+    process.exit(1);
+  }, SCENARIO_TIMEOUT_MS);
+  watchdog.unref();
+
+  const client = new Client({ name: "mcpsearch-interop-ts", version: "1.0.0" });
+  const transport = newTransport(opts);
+  let failure;
+  try {
+    await client.connect(transport);
+    await run(check, client, opts, report.details);
+    if (transport.protocolVersion) {
+      report.details.protocolVersion = transport.protocolVersion;
+    }
+    if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+      // Ending the session explicitly is what a well-behaved client does;
+      // the server must accept it.
+      await transport.terminateSession();
+      report.details.session_terminated = true;
+    }
+  } catch (e) {
+    failure = e;
+  }
+  try {
+    await client.close();
+  } catch (e) {
+    failure ??= e;
+  }
+  report.checks = check.n;
+  if (failure) {
+    report.error = failure instanceof CheckError ? failure.message : `${failure.name}: ${failure.message}`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.stderr.write(`ts-client: ${opts.scenario} over ${opts.transport} failed: ${report.error}\n`);
+    if (!(failure instanceof CheckError) && failure.stack) {
+      process.stderr.write(failure.stack + "\n");
+    }
+    process.exit(1);
+  }
+  report.ok = true;
+  process.stdout.write(JSON.stringify(report) + "\n");
+  process.exit(0);
+}
+
+main();

@@ -1,0 +1,217 @@
+package migrations_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgvector/pgvector-go"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/migrations"
+)
+
+func TestAllIsNumberedFromOneWithoutGaps(t *testing.T) {
+	ms, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	for i, m := range ms {
+		if m.Version != i+1 {
+			t.Errorf("%s has version %d, want %d", m.Name, m.Version, i+1)
+		}
+		if strings.TrimSpace(m.SQL) == "" {
+			t.Errorf("%s is empty", m.Name)
+		}
+	}
+	if got := migrations.Latest(); got != len(ms) {
+		t.Errorf("Latest() = %d, want %d", got, len(ms))
+	}
+	if fp := migrations.Fingerprint(); len(fp) != 16 {
+		t.Errorf("Fingerprint() = %q, want 16 hex digits", fp)
+	}
+}
+
+func TestApplyIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, pgtest.NewEmptyDatabase(t))
+
+	if v, err := migrations.Current(ctx, conn); err != nil || v != 0 {
+		t.Fatalf("Current on an empty database = %d, %v; want 0, nil", v, err)
+	}
+	applied, err := migrations.Apply(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := migrations.All()
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(applied, names) {
+		t.Errorf("first Apply applied %v, want %v", applied, names)
+	}
+	again, err := migrations.Apply(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 0 {
+		t.Errorf("second Apply applied %v, want nothing", again)
+	}
+	if v, err := migrations.Current(ctx, conn); err != nil || v != migrations.Latest() {
+		t.Errorf("Current = %d, %v; want %d", v, err, migrations.Latest())
+	}
+}
+
+func TestApplyConcurrentlyAppliesEachMigrationOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewEmptyDatabase(t)
+	const n = 4
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied []string
+		errs    []error
+	)
+	for range n {
+		conn := connect(t, url)
+		wg.Go(func() {
+			got, err := migrations.Apply(ctx, conn)
+			mu.Lock()
+			defer mu.Unlock()
+			applied = append(applied, got...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("concurrent Apply failed: %v", errs)
+	}
+	if len(applied) != migrations.Latest() {
+		t.Errorf("applied %v across %d processes, want each migration exactly once", applied, n)
+	}
+}
+
+func TestApplyRejectsAChangedMigration(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, pgtest.NewDatabase(t))
+	if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrations.Apply(ctx, conn)
+	if !errors.Is(err, migrations.ErrChecksum) {
+		t.Fatalf("Apply = %v, want ErrChecksum", err)
+	}
+}
+
+func TestApplyWorksThroughAPool(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewEmptyDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := migrations.Apply(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := migrations.Current(ctx, pool); err != nil || v != migrations.Latest() {
+		t.Errorf("Current = %d, %v; want %d", v, err, migrations.Latest())
+	}
+}
+
+// TestDocsSchema checks what the docs store relies on: vectors of any
+// dimension in one column, generated full-text columns, per-model expression
+// indexes, cascading deletes and one file per conversation and content.
+func TestDocsSchema(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, pgtest.NewDatabase(t))
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	var fileID string
+	err := conn.QueryRow(ctx, `
+		INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256)
+		VALUES ('c1', 'a.txt', 'text/plain', 10, 'abc') RETURNING id`).Scan(&fileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, `
+		INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256)
+		VALUES ('c1', 'b.txt', 'text/plain', 10, 'abc')`)
+	if err == nil {
+		t.Error("a second file with the same sha256 in one conversation was accepted")
+	}
+	_, err = conn.Exec(ctx, `
+		INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, status)
+		VALUES ('c1', 'c.txt', 'text/plain', 10, 'def', 'done')`)
+	if err == nil {
+		t.Error("an unknown status was accepted")
+	}
+
+	insert := `
+		INSERT INTO chunks (file_id, conversation_id, ordinal, content, char_start, char_end, embedding_model, embedding)
+		VALUES ($1, 'c1', $2, $3, 0, 10, $4, $5)`
+	if _, err := conn.Exec(ctx, insert, fileID, 0, "The cats are running; the cat runs.", "m3", vec(1, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, insert, fileID, 1, "Deadlock ERR-4471", "m2", vec(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	var tokens int
+	var lexemes []string
+	err = conn.QueryRow(ctx, `SELECT token_count, tsvector_to_array(tsv) FROM chunks WHERE ordinal = 0`).Scan(&tokens, &lexemes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "the" and "are" are stop words; cat and run occur twice each.
+	if tokens != 4 || !slices.Equal(lexemes, []string{"cat", "run"}) {
+		t.Errorf("token_count %d, lexemes %v; want 4, [cat run]", tokens, lexemes)
+	}
+
+	if _, err := conn.Exec(ctx, `
+		CREATE INDEX chunks_hnsw_m3 ON chunks USING hnsw ((embedding::vector(3)) vector_cosine_ops)
+		WHERE embedding_model = 'm3'`); err != nil {
+		t.Fatalf("per-model HNSW index: %v", err)
+	}
+	// An m3 vector of the wrong size is refused by the index's cast.
+	if _, err := conn.Exec(ctx, insert, fileID, 2, "x", "m3", vec(1, 2)); err == nil {
+		t.Error("a 2-dimensional vector was stored under a 3-dimensional model's index")
+	}
+
+	if _, err := conn.Exec(ctx, `DELETE FROM files WHERE id = $1`, fileID); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM chunks`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d chunks left after deleting their file", left)
+	}
+}
+
+func vec(v ...float32) pgvector.Vector {
+	return pgvector.NewVector(v)
+}
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcpsearch/mcpsearch/config"
+)
+
+// APIKey is one accepted bearer key. Only its hash is kept.
+type APIKey struct {
+	// Name identifies the key in logs and audit records; it defaults to a
+	// short fingerprint of the key.
+	Name string
+	// Conversations, when not nil, are the only conversation ids the key may
+	// touch.
+	Conversations []string
+	hash          [sha256.Size]byte
+}
+
+// NewAPIKey returns a key accepting secret, named and scoped as given.
+func NewAPIKey(secret, name string, conversations []string) APIKey {
+	h := sha256.Sum256([]byte(secret))
+	if name == "" {
+		name = fmt.Sprintf("key-%x", h[:4])
+	}
+	return APIKey{Name: name, Conversations: conversations, hash: h}
+}
+
+// LoadAPIKeys reads keys from the comma-separated list and from r (the
+// keys file, may be nil). A file line is `KEY [name=NAME]
+// [conversations=ID,ID...]`; blank lines and lines starting with # are
+// skipped.
+func LoadAPIKeys(list []string, r io.Reader) ([]APIKey, error) {
+	var keys []APIKey
+	for _, k := range list {
+		keys = append(keys, NewAPIKey(k, "", nil))
+	}
+	if r == nil {
+		return keys, nil
+	}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields[0]) < 16 {
+			return nil, fmt.Errorf("keys file line %d: a key needs at least 16 characters", n)
+		}
+		var name string
+		var convs []string
+		for _, f := range fields[1:] {
+			k, v, ok := strings.Cut(f, "=")
+			switch {
+			case ok && k == "name":
+				name = v
+			case ok && k == "conversations":
+				convs = strings.Split(v, ",")
+				if slices.Contains(convs, "") {
+					return nil, fmt.Errorf("keys file line %d: empty conversation id in %q", n, f)
+				}
+			default:
+				return nil, fmt.Errorf("keys file line %d: unknown field %q (want name=NAME or conversations=ID,ID)", n, f)
+			}
+		}
+		keys = append(keys, NewAPIKey(fields[0], name, convs))
+	}
+	return keys, sc.Err()
+}
+
+// CheckExposure refuses to serve HTTP beyond loopback without keys unless
+// the operator said --auth none.
+func CheckExposure(cfg config.Config, keys []APIKey) error {
+	if !cfg.HTTP() || len(keys) > 0 || cfg.Auth == "none" {
+		return nil
+	}
+	if isLoopbackAddr(cfg.Addr) {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without API keys: anyone who can reach it could use the tools. "+
+		"Set MCP_API_KEYS (or --api-keys-file), listen on 127.0.0.1, or pass --auth none to serve without access control", cfg.Addr)
+}
+
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	return isLoopbackHost(host)
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// identity is the caller of a request: the key it presented, if any.
+type identity struct {
+	key *APIKey
+}
+
+type identityKey struct{}
+
+func withIdentity(ctx context.Context, id identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+func identityFrom(ctx context.Context) identity {
+	id, _ := ctx.Value(identityKey{}).(identity)
+	return id
+}
+
+// name is the key's name, or "" without keys.
+func (id identity) name() string {
+	if id.key == nil {
+		return ""
+	}
+	return id.key.Name
+}
+
+// allows reports whether the caller may touch conversation conv.
+func (id identity) allows(conv string) bool {
+	return id.key == nil || id.key.Conversations == nil || slices.Contains(id.key.Conversations, conv)
+}
+
+// errForbiddenConversation is returned when a scoped key names a
+// conversation outside its scope.
+var errForbiddenConversation = errors.New("this API key may not access that conversation")
+
+// match finds the key whose hash equals token's, comparing against every
+// key in constant time so timing reveals nothing about which one was close.
+func (s *Server) match(token string) *APIKey {
+	h := sha256.Sum256([]byte(token))
+	var found *APIKey
+	for i := range s.deps.APIKeys {
+		if subtle.ConstantTimeCompare(h[:], s.deps.APIKeys[i].hash[:]) == 1 {
+			found = &s.deps.APIKeys[i]
+		}
+	}
+	return found
+}
+
+// protect guards the MCP and upload routes: the Origin allow-list against
+// DNS rebinding, then the bearer key when keys are configured. Failures get
+// the contract's AUTH_ERROR body.
+func (s *Server) protect(next http.Handler) http.Handler {
+	keys := len(s.deps.APIKeys) > 0 && s.cfg.Auth != "none"
+	// The SDK binds streamable HTTP sessions to the TokenInfo's UserID, so a
+	// session opened with one key cannot be used with another.
+	bind := auth.RequireBearerToken(func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		k := s.match(token)
+		if k == nil {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: k.Name}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	bound := bind(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) }))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+			writeAuthError(w, http.StatusForbidden, fmt.Sprintf("origin %s is not allowed (MCP_allowed_origins)", origin))
+			return
+		}
+		if !keys {
+			next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{})))
+			return
+		}
+		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+			writeAuthError(w, http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>")
+			return
+		}
+		k := s.match(strings.TrimSpace(token))
+		if k == nil {
+			writeAuthError(w, http.StatusUnauthorized, "invalid API key")
+			return
+		}
+		bound.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{key: k})))
+	})
+}
+
+// originAllowed accepts listed origins and, on a loopback listener,
+// loopback origins (a local browser tool), and nothing else: a page on
+// another site must not reach a local server through DNS rebinding.
+func (s *Server) originAllowed(origin string) bool {
+	if slices.Contains(s.cfg.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return isLoopbackAddr(s.cfg.Addr) && isLoopbackHost(u.Hostname())
+}
+
+func writeAuthError(w http.ResponseWriter, status int, msg string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
+	}
+	writeJSON(w, status, struct {
+		Error *ToolError `json:"error"`
+	}{&ToolError{Code: CodeAuthError, Message: msg}})
+}

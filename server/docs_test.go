@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+func openStore(t testing.TB, url string) *docs.Store {
+	t.Helper()
+	emb, err := embed.NewLocal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := docs.Open(context.Background(), url, emb, docs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// docsHarness is a server with a real, freshly migrated database and its
+// HTTP surface.
+type docsHarness struct {
+	*harness
+	store *docs.Store
+	http  *httptest.Server
+}
+
+func newDocsHarness(t *testing.T, tweak func(*config.Config), deps func(*Deps)) *docsHarness {
+	t.Helper()
+	st := openStore(t, pgtest.NewDatabase(t))
+	h := newHarnessDeps(t, func(c *config.Config) {
+		c.Transports = []string{"http", "sse"}
+		if tweak != nil {
+			tweak(c)
+		}
+	}, func(d *Deps) {
+		d.Docs = st
+		if deps != nil {
+			deps(d)
+		}
+	})
+	hs := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(hs.Close)
+	return &docsHarness{harness: h, store: st, http: hs}
+}
+
+// upload posts files as multipart to the upload API.
+func upload(t *testing.T, base, conv string, files map[string][]byte, header http.Header) *http.Response {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for name, data := range files {
+		w, err := mw.CreateFormFile("file", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/conversations/"+conv+"/files", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// waitReady polls list_files until every file of conv is ready.
+func (h *docsHarness) waitReady(t *testing.T, conv string, n int) ListFilesOutput {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": conv}))
+		ready := 0
+		for _, f := range out.Files {
+			if f.Status == "failed" {
+				t.Fatalf("file %s failed: %s", f.FileName, f.Error)
+			}
+			if f.Status == "ready" {
+				ready++
+			}
+		}
+		if ready == n {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files not ready in time: %+v", out.Files)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const manual = `# Quillstore operations manual
+
+## Leases
+
+Every writer holds a lease. The error code E1047 means the writer's lease expired
+before it renewed it; run quill renew --force to take the lease back.
+
+## Backups
+
+Backups run nightly at 02:00 UTC and are kept for 14 days. Restore one with quill restore.
+
+## Networking
+
+The cluster gossips over UDP port 7946 and serves clients on TCP port 9042.
+`
+
+func TestDocsToolsEndToEnd(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	resp := upload(t, h.http.URL, "conv-1", map[string][]byte{"manual.md": []byte(manual)}, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	var up uploadResponse
+	json.NewDecoder(resp.Body).Decode(&up)
+	if len(up.Files) != 1 || up.Files[0].ID == "" {
+		t.Fatalf("upload answer %+v", up)
+	}
+	files := h.waitReady(t, "conv-1", 1)
+	if f := files.Files[0]; f.FileName != "manual.md" || f.MIMEType != "text/markdown" || f.ChunkCount < 1 {
+		t.Errorf("list_files gave %+v", f)
+	}
+
+	for _, mode := range []string{"hybrid", "keyword", "vector"} {
+		t.Run(mode, func(t *testing.T) {
+			args := map[string]any{"query": "what does error E1047 mean", "conversation_id": "conv-1", "mode": mode}
+			if mode == "vector" {
+				args["threshold"] = 0.0
+			}
+			out := decode[SearchDocsOutput](t, h.call(t, "search_docs", args))
+			if len(out.Chunks) == 0 || !strings.Contains(out.Chunks[0].Content, "E1047") {
+				t.Fatalf("%s search missed the passage: %+v", mode, out.Chunks)
+			}
+			c := out.Chunks[0]
+			if c.FileName != "manual.md" || c.ChunkID == "" || c.PageNumber != nil || c.Similarity <= 0 || c.Similarity > 1 {
+				t.Errorf("chunk fields: %+v", c)
+			}
+		})
+	}
+
+	hit := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "E1047", "conversation_id": "conv-1"})).Chunks[0]
+	got := decode[GetChunkOutput](t, h.call(t, "get_chunk", map[string]any{"chunk_id": hit.ChunkID}))
+	if got.Content != hit.Content || got.Metadata.FileName != "manual.md" || got.Metadata.CharEnd <= got.Metadata.CharStart {
+		t.Errorf("get_chunk = %+v, want the chunk search_docs found", got)
+	}
+	if want := []rune(manual)[got.Metadata.CharStart:got.Metadata.CharEnd]; string(want) != got.Content {
+		t.Errorf("char offsets %d-%d do not locate the chunk in the file's text", got.Metadata.CharStart, got.Metadata.CharEnd)
+	}
+
+	// The same bytes again return the existing file.
+	resp = upload(t, h.http.URL, "conv-1", map[string][]byte{"copy.md": []byte(manual)}, nil)
+	var dup uploadResponse
+	json.NewDecoder(resp.Body).Decode(&dup)
+	if len(dup.Files) != 1 || !dup.Files[0].Duplicate || dup.Files[0].ID != up.Files[0].ID {
+		t.Errorf("duplicate upload answered %+v, want the existing file", dup)
+	}
+}
+
+func TestDocsToolsArguments(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	empty := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "nobody"}))
+	if empty.Files == nil || len(empty.Files) != 0 {
+		t.Errorf("unknown conversation: %+v, want an empty list", empty)
+	}
+	none := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "x", "conversation_id": "nobody"}))
+	if none.Chunks == nil || len(none.Chunks) != 0 {
+		t.Errorf("unknown conversation: %+v, want no chunks", none)
+	}
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"get_chunk", map[string]any{"chunk_id": "not-a-uuid"}, "invalid"},
+		{"get_chunk", map[string]any{"chunk_id": ""}, "chunk_id is empty"},
+		{"search_docs", map[string]any{"query": "", "conversation_id": "c"}, "query is empty"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": ""}, "conversation_id is empty"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "top_k": 500}, "send 1 to 50"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "threshold": 1.5}, "from 0 to 1"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "mode": "fuzzy"}, "hybrid, vector or keyword"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "top_k": "ten"}, "integer"},
+		{"list_files", map[string]any{"conversation_id": strings.Repeat("x", 300)}, "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.tool, tt.args), func(t *testing.T) {
+			te := toolErr(t, h.call(t, tt.tool, tt.args))
+			if te.Code != CodeToolError || te.Retryable || !strings.Contains(te.Message, tt.want) {
+				t.Errorf("got %+v, want non-retryable TOOL_ERROR mentioning %q", te, tt.want)
+			}
+		})
+	}
+	te := toolErr(t, h.call(t, "get_chunk", map[string]any{"chunk_id": "00000000-0000-4000-8000-000000000000"}))
+	if te.Code != CodeToolError || !strings.Contains(te.Message, "not found") {
+		t.Errorf("unknown chunk: %+v", te)
+	}
+}
+
+func TestDocsDatabaseDown(t *testing.T) {
+	h := newFullHarness(t)
+	te := toolErr(t, h.call(t, "search_docs", map[string]any{"query": "x", "conversation_id": "c"}))
+	if te.Code != CodeToolError || !te.Retryable || !strings.Contains(te.Message, "unavailable") {
+		t.Errorf("database down: %+v, want retryable TOOL_ERROR saying unavailable", te)
+	}
+	// web_search does not depend on the database.
+	if res := h.call(t, "web_search", map[string]any{"query": "still works"}); res.IsError {
+		t.Errorf("web_search failed while the database is down: %s", textOf(res))
+	}
+}
+
+func TestUploadAPIErrors(t *testing.T) {
+	h := newDocsHarness(t, func(c *config.Config) { c.MaxFileBytes = 1 << 10 }, nil)
+	tests := []struct {
+		name   string
+		do     func() *http.Response
+		status int
+	}{
+		{"too large", func() *http.Response {
+			return upload(t, h.http.URL, "c", map[string][]byte{"big.txt": bytes.Repeat([]byte("a "), 1<<10)}, nil)
+		}, http.StatusRequestEntityTooLarge},
+		{"unsupported", func() *http.Response {
+			return upload(t, h.http.URL, "c", map[string][]byte{"photo.png": append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)}, nil)
+		}, http.StatusUnsupportedMediaType},
+		{"not multipart", func() *http.Response {
+			resp, err := http.Post(h.http.URL+"/v1/conversations/c/files", "text/plain", strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}, http.StatusBadRequest},
+		{"no file", func() *http.Response { return upload(t, h.http.URL, "c", nil, nil) }, http.StatusBadRequest},
+		{"unknown file", func() *http.Response {
+			resp, err := http.Get(h.http.URL + "/v1/files/00000000-0000-4000-8000-000000000000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}, http.StatusNotFound},
+		{"malformed id", func() *http.Response {
+			resp, err := http.Get(h.http.URL + "/v1/files/nope")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := tt.do()
+			defer resp.Body.Close()
+			var body struct {
+				Error *ToolError `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error == nil || body.Error.Message == "" {
+				t.Errorf("body is not a JSON error: %v", err)
+			}
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d (%+v)", resp.StatusCode, tt.status, body.Error)
+			}
+		})
+	}
+	// Nothing was stored by the failed uploads.
+	if files, _ := h.store.ListFiles(context.Background(), "c"); len(files) != 0 {
+		t.Errorf("failed uploads left files: %+v", files)
+	}
+}
+
+func TestUploadGetDelete(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	resp := upload(t, h.http.URL, "c", map[string][]byte{"a.txt": []byte("alpha beta gamma"), "b.html": []byte("<html><body><p>delta epsilon</p><script>nope()</script></body></html>")}, nil)
+	var up uploadResponse
+	json.NewDecoder(resp.Body).Decode(&up)
+	if resp.StatusCode != http.StatusAccepted || len(up.Files) != 2 {
+		t.Fatalf("upload: %d %+v", resp.StatusCode, up)
+	}
+	h.waitReady(t, "c", 2)
+	id := up.Files[0].ID
+	get, _ := http.Get(h.http.URL + "/v1/files/" + id)
+	var f FileInfo
+	json.NewDecoder(get.Body).Decode(&f)
+	get.Body.Close()
+	if f.ID != id || f.Status != "ready" {
+		t.Errorf("GET file: %+v", f)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/v1/files/"+id, nil)
+	del, err := http.DefaultClient.Do(req)
+	if err != nil || del.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", err, del.Status)
+	}
+	out := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "c"}))
+	if len(out.Files) != 1 || out.Files[0].ID == id {
+		t.Errorf("after delete: %+v", out.Files)
+	}
+	res := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "script nope", "conversation_id": "c", "mode": "keyword"}))
+	if len(res.Chunks) != 0 {
+		t.Errorf("HTML script text was indexed: %+v", res.Chunks)
+	}
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/audit"
+)
+
+// check is the readiness of one dependency.
+type check struct {
+	Status string `json:"status"` // ok, down or disabled
+	Error  string `json:"error,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	MS     int64  `json:"latency_ms"`
+}
+
+// readiness answers /readyz: 200 when every enabled dependency answers,
+// 503 otherwise, with one entry per dependency.
+func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	checks := map[string]check{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	probe := func(name string, enabled bool, ping func(context.Context) error) {
+		if !enabled {
+			checks[name] = check{Status: "disabled"}
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			c := check{Status: "ok"}
+			if err := ping(ctx); err != nil {
+				c = check{Status: "down", Error: err.Error()}
+			}
+			c.MS = time.Since(start).Milliseconds()
+			mu.Lock()
+			checks[name] = c
+			mu.Unlock()
+		}()
+	}
+	probe("searxng", s.deps.Search != nil && s.cfg.WebSearchEnabled, func(ctx context.Context) error { return s.deps.Search.Ping(ctx) })
+	probe("database", s.deps.Docs != nil, func(ctx context.Context) error { return s.deps.Docs.Ping(ctx) })
+	wg.Wait()
+	if s.deps.Audit != nil {
+		checks["audit"] = auditCheck(s.deps.Audit)
+	}
+	status, code := "ready", http.StatusOK
+	for _, c := range checks {
+		if c.Status == "down" {
+			status, code = "unavailable", http.StatusServiceUnavailable
+		}
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}
+
+// auditCheck reports where audit rows go. Rows waiting while the database
+// is down make the check "degraded", which does not fail readiness: calls
+// still work and the rows are kept.
+func auditCheck(w *audit.Writer) check {
+	st := w.Stats()
+	c := check{Status: "ok", Detail: fmt.Sprintf("rows go to the %s; %d queued, %d written, %d dropped", w.Mode(), st.Queued, st.Written, st.Dropped)}
+	if w.Mode() == "log" {
+		c.Detail = "no database: audit rows go to the log"
+	}
+	if st.LastErr != "" {
+		c.Status, c.Error = "degraded", st.LastErr
+	}
+	return c
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the Prometheus series of one Server, on a registry of its
+// own so that tests and several servers in one process do not collide.
+type metrics struct {
+	reg         *prometheus.Registry
+	calls       *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	rateLimited *prometheus.CounterVec
+	cache       *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpsearch_tool_calls_total", Help: "Tool calls by tool and outcome (ok or an error code).",
+		}, []string{"tool", "outcome", "transport"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mcpsearch_tool_call_duration_seconds", Help: "Time from receiving a tool call to its result.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"tool"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpsearch_rate_limited_total", Help: "Tool calls rejected by the tool's token bucket.",
+		}, []string{"tool"}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpsearch_web_search_cache_total", Help: "web_search cache lookups by result (hit or miss).",
+		}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.calls, m.latency, m.rateLimited, m.cache,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// observe records one finished tool call.
+func (m *metrics) observe(tool, transport, outcome string, took time.Duration) {
+	m.calls.WithLabelValues(tool, outcome, transport).Inc()
+	m.latency.WithLabelValues(tool).Observe(took.Seconds())
+	if outcome == CodeRateLimited {
+		m.rateLimited.WithLabelValues(tool).Inc()
+	}
+}
+
+// Register adds collectors of other parts (database pool, audit queue,
+// ingestion) to the server's registry.
+func (s *Server) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
+
+// registerDeps exports the state of the audit queue and the database pool.
+func (s *Server) registerDeps() {
+	if w := s.deps.Audit; w != nil {
+		s.metrics.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpsearch_audit_queue_depth", Help: "Audit rows waiting to be written."},
+				func() float64 { return float64(w.Stats().Queued) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_dropped_total", Help: "Audit rows dropped because the queue was full."},
+				func() float64 { return float64(w.Stats().Dropped) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_written_total", Help: "Audit rows stored in the database."},
+				func() float64 { return float64(w.Stats().Written) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_retries_total", Help: "Failed audit batch writes, each retried."},
+				func() float64 { return float64(w.Stats().Retries) }),
+		)
+	}
+	if st := s.deps.Docs; st != nil {
+		pool := st.Pool()
+		gauge := func(name, help string, f func() float64) prometheus.Collector {
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+		}
+		s.metrics.reg.MustRegister(
+			gauge("mcpsearch_db_pool_total_conns", "Connections in the database pool.", func() float64 { return float64(pool.Stat().TotalConns()) }),
+			gauge("mcpsearch_db_pool_idle_conns", "Idle connections in the database pool.", func() float64 { return float64(pool.Stat().IdleConns()) }),
+			gauge("mcpsearch_db_pool_acquired_conns", "Connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_total", Help: "Connections acquired from the pool."},
+				func() float64 { return float64(pool.Stat().AcquireCount()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
+				func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
+		)
+	}
+}
