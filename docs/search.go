@@ -289,16 +289,10 @@ func vectorList(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector,
 	if !iterative && len(list) < limit {
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
-		// filter's doing, so scan the conversation's chunks exactly.
-		if _, err := tx.Exec(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
-			return nil, dbError("docs: search", err)
-		}
-		list, err = queryCandidates(ctx, tx, sql, qv, conversationID, limit)
+		// filter's doing, so rank the conversation's chunks exactly.
+		list, err = queryCandidates(ctx, tx, exactVectorSQL(m), qv, conversationID, limit)
 		if err != nil {
 			return nil, err
-		}
-		if _, err := tx.Exec(ctx, "SET LOCAL enable_indexscan = on"); err != nil {
-			return nil, dbError("docs: search", err)
 		}
 	}
 	slices.SortStableFunc(list, func(a, b candidate) int {
@@ -318,6 +312,20 @@ func vectorSQL(m modelSpec) string {
 		WHERE embedding_model = %[3]s AND conversation_id = $2
 		ORDER BY %[1]s <=> $1::vector::%[2]s
 		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
+}
+
+// exactVectorSQL is vectorSQL computed over every chunk of the conversation:
+// the distances are materialised before they are ordered, so the HNSW index
+// cannot serve the ORDER BY.
+func exactVectorSQL(m modelSpec) string {
+	return fmt.Sprintf(`
+		WITH d AS MATERIALIZED (
+			SELECT id, %[1]s <=> $1::vector::%[2]s AS distance
+			FROM chunks
+			WHERE embedding_model = %[3]s AND conversation_id = $2
+		)
+		SELECT id::text, 1 - distance FROM d ORDER BY distance LIMIT $3`,
+		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
 }
 
 func queryCandidates(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]candidate, error) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +22,7 @@ import (
 // while reference pages full of "error code" look much closer. BM25 finds the
 // target through the rare term "-4471".
 func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, Options{})
 	ctx := context.Background()
@@ -64,6 +65,7 @@ func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
 }
 
 func TestThresholdAndScorePerMode(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 300, Overlap: 0}})
 	ctx := context.Background()
 	const conv = "threshold"
@@ -160,6 +162,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 }
 
 func TestSearchArguments(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	for i := range 3 {
@@ -211,6 +214,7 @@ func TestSearchArguments(t *testing.T) {
 // TestModelsNeverMixAndReembed stores files under two models of different
 // dimensions in one conversation, then moves one store to the other model.
 func TestModelsNeverMixAndReembed(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	e384, _ := embed.NewLocal(384)
@@ -316,59 +320,96 @@ func cosine(a, b []float32) float64 {
 // index, where a selective conversation filter starves a plain index scan:
 // the 40 nearest chunks overall all belong to a large conversation. Both the
 // iterative scan (pgvector 0.8) and the exact fallback (older pgvector) must
-// still return every chunk of the small conversation.
+// still return what an exact search returns.
 func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	emb, _ := embed.NewLocal(384)
+	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
 	loader := openStore(t, url, emb, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
 	if _, err := loader.Ingest(ctx, "large", "large.txt", "", []byte(prose(70, 12000))); err != nil {
 		t.Fatal(err)
 	}
-	small := map[string]bool{}
 	for i := range 3 {
-		f, err := loader.Ingest(ctx, "small", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(80+i), 20)))
-		if err != nil {
+		if _, err := loader.Ingest(ctx, "small", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(80+i), 20))); err != nil {
 			t.Fatal(err)
 		}
-		small[f.ID] = true
+	}
+	const query = "server cluster replica"
+
+	// What an exact search keeps: the small conversation's chunks with a
+	// similarity of at least 0 (the threshold).
+	rows, err := loader.Pool().Query(ctx, `SELECT id::text, content FROM chunks WHERE conversation_id = 'small'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ ID, Content string }
+	small, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, c := range small {
+		v, _ := emb.Embed(ctx, []string{query, c.Content})
+		if cosine(v[0], v[1]) >= 0 {
+			want[c.ID] = true
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no chunk of the small conversation is similar to the query; change the test data")
 	}
 
-	// Disabling the alternatives leaves the HNSW index as the cheapest path.
-	forced := url + "&options=" + neturl.QueryEscape("-c enable_seqscan=off -c enable_bitmapscan=off -c enable_sort=off")
-	plan := explainVector(t, forced, modelSpec{name: emb.Model(), dims: emb.Dimensions()})
-	if want := indexName(emb.Model(), emb.Dimensions()); !strings.Contains(plan, want) {
-		t.Fatalf("vector query plan does not use %s:\n%s", want, plan)
+	// Disabling the alternatives leaves the HNSW index as the cheapest
+	// path; JIT would only slow the penalised plans down.
+	forced := url + "&options=" + strings.NewReplacer(" ", "%20", "=", "%3D").Replace(
+		"-c enable_seqscan=off -c enable_bitmapscan=off -c enable_sort=off -c jit=off")
+	conn, err := pgx.Connect(ctx, forced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	qv, _ := emb.Embed(ctx, []string{query})
+	plan := explain(t, conn, vectorSQL(m), vectorText(qv[0]), "small", 5)
+	if name := indexName(m.name, m.dims); !strings.Contains(plan, name) {
+		t.Fatalf("vector query plan does not use %s:\n%s", name, plan)
+	}
+	// The premise: a plain filtered index scan comes back short.
+	rows, err = conn.Query(ctx, vectorSQL(m), vectorText(qv[0]), "small", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		ID  string
+		Sim float64
+	}])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) >= len(small) {
+		t.Fatalf("a plain index scan found %d of %d chunks; the test data does not starve it", len(plain), len(small))
 	}
 
 	for _, exact := range []bool{false, true} {
 		s := openStore(t, forced, emb, Options{})
 		s.forceExactFallback = exact
-		hits, err := s.Search(ctx, Query{Text: "server cluster replica", ConversationID: "small", Mode: Vector, TopK: 5})
+		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]bool{}
 		for _, h := range hits {
-			got[h.FileID] = true
+			got[h.ChunkID] = true
 		}
-		if len(hits) != 3 || len(got) != 3 {
-			t.Errorf("exact fallback %v: %d hits from files %v; want the small conversation's 3 chunks", exact, len(hits), got)
+		if !maps.Equal(got, want) {
+			t.Errorf("exact fallback %v: hits %v, want %v", exact, got, want)
 		}
 	}
 }
 
-func explainVector(t *testing.T, url string, m modelSpec) string {
+func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	q := make([]float32, m.dims)
-	q[0] = 1
-	rows, err := conn.Query(ctx, "EXPLAIN "+vectorSQL(m), vectorText(q), "small", 5)
+	rows, err := conn.Query(context.Background(), "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +431,7 @@ func vectorText(v []float32) string {
 // TestModelNameIsQuoted stores and searches under a model name that needs
 // quoting in SQL.
 func TestModelNameIsQuoted(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, Options{})
 	ctx := context.Background()
 	if _, err := s.Ingest(ctx, "q", "a.txt", "", []byte("quoting matters in every statement")); err != nil {
@@ -407,6 +449,7 @@ func TestModelNameIsQuoted(t *testing.T) {
 }
 
 func TestFuse(t *testing.T) {
+	t.Parallel()
 	c := func(id string, sim float64) candidate { return candidate{id: id, similarity: sim} }
 	k := func(id string, sim float64) candidate { return candidate{id: id, similarity: sim, keyword: true} }
 	r := func(ranks ...int) float64 {
@@ -466,6 +509,7 @@ func TestFuse(t *testing.T) {
 }
 
 func TestIndexName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		model  string
 		dims   int
@@ -490,6 +534,7 @@ func TestIndexName(t *testing.T) {
 }
 
 func TestVersionAtLeast(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		v    string
 		want bool

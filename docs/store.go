@@ -108,6 +108,13 @@ func Open(ctx context.Context, databaseURL string, emb embed.Embedder, opts Opti
 		return nil, fmt.Errorf("docs: open: database URL: %w", err)
 	}
 	cfg.AfterConnect = registerVector
+	// JIT compilation costs hundreds of milliseconds and only pays off for
+	// long analytical queries; search queries with large cost estimates
+	// (BM25 over many candidates) would trigger it for nothing. A URL
+	// that sets jit keeps its value.
+	if _, ok := cfg.ConnConfig.RuntimeParams["jit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("docs: open: %w", err)

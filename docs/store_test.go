@@ -19,6 +19,7 @@ import (
 )
 
 func TestIngestFormats(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	tests := []struct {
@@ -101,6 +102,7 @@ func TestIngestFormats(t *testing.T) {
 }
 
 func TestDuplicateUploadReturnsTheSameFile(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	data := []byte(prose(1, 400))
@@ -138,6 +140,7 @@ func TestDuplicateUploadReturnsTheSameFile(t *testing.T) {
 }
 
 func TestFailedFileKeepsNoChunks(t *testing.T) {
+	t.Parallel()
 	s, url := newStore(t, Options{})
 	ctx := context.Background()
 	// Something ready first, so the statistics have something to corrupt.
@@ -209,6 +212,7 @@ func TestFailedFileKeepsNoChunks(t *testing.T) {
 }
 
 func TestUploadValidation(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{MaxFileBytes: 1000})
 	ctx := context.Background()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
@@ -251,6 +255,7 @@ func TestUploadValidation(t *testing.T) {
 }
 
 func TestSubmitAndSearchInParallel(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{Workers: 2, QueueSize: 64})
 	ctx := context.Background()
 	const conv = "parallel"
@@ -328,6 +333,7 @@ func TestSubmitAndSearchInParallel(t *testing.T) {
 }
 
 func TestSubmitQueueFullAndClose(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	gate := newGatedEmbedder(t)
 	s, err := Open(context.Background(), url, gate, Options{Workers: 1, QueueSize: 1})
@@ -375,6 +381,7 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 }
 
 func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	gate := newGatedEmbedder(t) // never released
 	s, err := Open(context.Background(), url, gate, Options{Workers: 1, QueueSize: 2, ShutdownTimeout: 100 * time.Millisecond})
@@ -410,6 +417,7 @@ func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
 }
 
 func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	data := []byte("a file whose processing was cut short")
@@ -451,6 +459,7 @@ func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 }
 
 func TestDeleteFileUpdatesStatistics(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	a, err := s.Ingest(ctx, "del", "a.txt", "", []byte(prose(7, 500)+" unique-alpha zeppelin"))
@@ -511,6 +520,7 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 }
 
 func TestMalformedAndUnknownIDs(t *testing.T) {
+	t.Parallel()
 	s, _ := newStore(t, Options{})
 	ctx := context.Background()
 	for _, id := range []string{"", "nope", "1234", "'; DROP TABLE files; --", "00000000-0000-0000-0000-00000000000g"} {
@@ -552,6 +562,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestUnreachableDatabase(t *testing.T) {
+	t.Parallel()
 	emb, _ := embed.NewLocal(384)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -582,6 +593,7 @@ func TestUnreachableDatabase(t *testing.T) {
 // refuses connections, then puts a relay to the real database on that
 // address.
 func TestRecoversWhenTheDatabaseComesBack(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
@@ -659,6 +671,7 @@ func copyConn(dst, src net.Conn) {
 }
 
 func TestCheckSchema(t *testing.T) {
+	t.Parallel()
 	emb, _ := embed.NewLocal(384)
 	ctx := context.Background()
 
@@ -681,6 +694,7 @@ func TestCheckSchema(t *testing.T) {
 }
 
 func TestOpenRejectsBadSettings(t *testing.T) {
+	t.Parallel()
 	local, _ := embed.NewLocal(384)
 	tests := []struct {
 		name string

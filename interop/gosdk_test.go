@@ -98,7 +98,7 @@ func connectGo(t *testing.T, tg target) *mcp.ClientSession {
 		}
 		// Closing the session closes the server's stdin; the server must
 		// take that as the end and exit 0.
-		if err != nil || !cmd.ProcessState.Success() {
+		if err != nil || cmd.ProcessState == nil || !cmd.ProcessState.Success() {
 			t.Errorf("stdio server did not exit cleanly when stdin closed: %v (%v)\noutput:\n%s", err, cmd.ProcessState, stderr.String())
 		}
 		checkJSONLogs(t, stderr.String())
@@ -411,11 +411,13 @@ func TestGoSDK(t *testing.T) {
 			}
 
 			t.Run("upstream/slow", func(t *testing.T) {
+				slowCfg := timeoutConfig(cfg)
+				slow := connectGo(t, newTarget(t, tc, slowCfg))
 				setDelay(t, fake, 30*time.Second)
 				start := time.Now()
-				e := searchErr(t, callSearch(t, s, map[string]any{"query": "slow"}))
+				e := searchErr(t, callSearch(t, slow, map[string]any{"query": "slow"}))
 				wantError(t, e, "TIMEOUT", true, "")
-				t.Logf("TIMEOUT after %v with MCP_web_search_timeout_ms=%s: %s", time.Since(start).Round(time.Millisecond), cfg["MCP_web_search_timeout_ms"], e.Message)
+				t.Logf("TIMEOUT after %v with MCP_web_search_timeout_ms=%s: %s", time.Since(start).Round(time.Millisecond), slowCfg["MCP_web_search_timeout_ms"], e.Message)
 			})
 
 			t.Run("upstream/down", func(t *testing.T) {
@@ -470,7 +472,7 @@ func TestStdioSIGTERM(t *testing.T) {
 		t.Fatalf("the session did not end within %v of SIGTERM; output:\n%s", shutdownLimit, stderr.String())
 	}
 	// Close reaps the process and returns its exit error, if any.
-	if err := s.Close(); err != nil || !cmd.ProcessState.Success() {
+	if err := s.Close(); err != nil || cmd.ProcessState == nil || !cmd.ProcessState.Success() {
 		t.Errorf("stdio server after SIGTERM: %v (%v); output:\n%s", err, cmd.ProcessState, stderr.String())
 	}
 	checkJSONLogs(t, stderr.String())

@@ -115,13 +115,13 @@ type config map[string]string
 
 // baseConfig is the configuration every test starts from: the fake
 // SearXNG, no cache (so each call reaches the fake and its mode), no rate
-// limit (tests share servers), JSON logs and no documents tools, which need
-// a database.
+// limit (tests share servers), a timeout generous enough for a loaded
+// machine, JSON logs and no documents tools, which need a database.
 func baseConfig(searxngURL string) config {
 	c := config{
 		"MCP_web_search_searxng_url": searxngURL,
 		"MCP_web_search_cache_ttl":   "0",
-		"MCP_web_search_timeout_ms":  "1500",
+		"MCP_web_search_timeout_ms":  "10000",
 		"MCP_web_search_max_results": "10",
 		"MCP_rate_limit_per_minute":  "0",
 		"MCP_docs_enabled":           "false",
@@ -253,7 +253,7 @@ func tryStart(tc transportCase, cfg config) (*server, error) {
 	}
 	args := []string{"serve", "--transport", tc.transport, "--addr", addr}
 	if tc.stateless {
-		args = append(args, "--stateless")
+		args = append(args, "--stateless=true")
 	}
 	s := &server{base: "http://" + addr, output: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(binPath, args...)
@@ -402,6 +402,12 @@ var upstreamCases = []upstreamCase{
 	{"server error (500)", searxngtest.ServerError, "TOOL_ERROR", true, "500"},
 	{"rate limited (429)", searxngtest.RateLimited, "TOOL_ERROR", true, "limiter"},
 	{"garbage body", searxngtest.Garbage, "TOOL_ERROR", false, "unusable"},
+}
+
+// timeoutConfig is c with a short web_search timeout, for tests of a slow
+// SearXNG.
+func timeoutConfig(c config) config {
+	return c.with("MCP_web_search_timeout_ms=1000")
 }
 
 // setMode switches fake to m for the rest of the (sub)test.

@@ -162,8 +162,9 @@ func TestTypeScriptSDK(t *testing.T) {
 				})
 			}
 			t.Run("timeout", func(t *testing.T) {
+				slow := newTarget(t, tc, timeoutConfig(cfg))
 				setDelay(t, fake, 30*time.Second)
-				runTS(t, tg, "timeout", "--query", "slow search")
+				runTS(t, slow, "timeout", "--query", "slow search")
 			})
 			t.Run("upstream/searxng down", func(t *testing.T) {
 				down := newTarget(t, tc, cfg.with("MCP_web_search_searxng_url="+fake.URLDown()))
