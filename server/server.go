@@ -42,7 +42,7 @@ type Server struct {
 	metrics *metrics
 
 	mu       sync.Mutex
-	timeouts map[string]time.Duration      // registered tools and their timeouts
+	timeouts map[string]time.Duration // registered tools and their timeouts
 	servers  map[serverKey]*mcp.Server
 	cache    *ttlcache.Cache[string, *searxng.Response]
 	now      func() time.Time

@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
