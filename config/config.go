@@ -110,6 +110,16 @@ type envVar struct {
 	get   func(c *Config) string
 }
 
+// isBool reports whether the setting is a switch, so its flag may stand
+// alone (--stateless) as well as take a value (--stateless=false).
+func (v envVar) isBool() bool {
+	switch v.get(&Config{}) {
+	case "true", "false":
+		return true
+	}
+	return false
+}
+
 func vars() []envVar {
 	return []envVar{
 		{"MCP_transport", "transport", "transports to serve: stdio, or one or both of http,sse", func(c *Config, v string) error {
@@ -243,9 +253,13 @@ func (c *Config) LoadEnv(lookup LookupFunc) error {
 // environment.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	for _, v := range vars() {
-		fs.Func(v.flag, fmt.Sprintf("%s (env %s, default %s)", v.usage, v.name, v.get(c)), func(s string) error {
-			return v.set(c, s)
-		})
+		usage := fmt.Sprintf("%s (env %s, default %s)", v.usage, v.name, v.get(c))
+		set := func(s string) error { return v.set(c, s) }
+		if v.isBool() {
+			fs.BoolFunc(v.flag, usage, set)
+		} else {
+			fs.Func(v.flag, usage, set)
+		}
 	}
 	fs.Func("rate-limit", "per-tool rate limit TOOL=PER_MINUTE[/BURST], repeatable (env MCP_<tool>_rate_limit_per_minute, MCP_<tool>_rate_limit_burst)", func(s string) error {
 		tool, rl, err := parseToolRateLimit(s)

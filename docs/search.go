@@ -360,8 +360,10 @@ func cleanSimilarity(sim *float64) float64 {
 // keywordSQL ranks a conversation's chunks by Okapi BM25. The query's words
 // are normalised by to_tsvector('english'), like the chunks' tsv; their OR
 // finds candidates through the GIN index; term frequencies come from the
-// positions in each candidate's tsv, document frequencies and the average
-// length from term_stats and conversation_stats. IDF is
+// positions in each candidate's tsv (stored tsvectors carry weight D
+// throughout, so setweight marks the query's lexemes and ts_filter keeps only
+// them), document frequencies and the average length from term_stats and
+// conversation_stats. IDF is
 // ln(1 + (N - df + 0.5) / (df + 0.5)), which is never negative.
 //
 // %[1]s is the vector expression, %[2]s its type, %[3]s the model literal.
@@ -370,7 +372,8 @@ const keywordSQL = `
 		SELECT lexeme FROM unnest(to_tsvector('english', $1::text))
 	), tq AS (
 		-- Quote each lexeme for tsquery input: backslashes and quotes doubled.
-		SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query
+		SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query,
+		       array_agg(lexeme) AS lexemes
 		FROM q
 	), st AS (
 		SELECT chunk_count::float8 AS n,
@@ -386,7 +389,10 @@ const keywordSQL = `
 		CROSS JOIN LATERAL (
 			SELECT sum(idf.idf * cardinality(u.positions) * ($4::float8 + 1)
 			           / (cardinality(u.positions) + $4::float8 * (1 - $5::float8 + $5::float8 * c.token_count / st.avgdl))) AS score
-			FROM unnest(c.tsv) u JOIN idf ON idf.term = u.lexeme
+			-- Only the query's lexemes: weighted A, then filtered, which is
+			-- far cheaper than expanding the whole tsv.
+			FROM unnest(ts_filter(setweight(c.tsv, 'A', tq.lexemes), '{a}')) u
+			JOIN idf ON idf.term = u.lexeme
 		) s
 		WHERE c.conversation_id = $2 AND c.embedding_model = %[3]s AND c.tsv @@ tq.query
 		ORDER BY s.score DESC, c.id

@@ -548,3 +548,92 @@ func TestVersionAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestKeywordScoresAreOkapiBM25 recomputes every keyword hit's score from
+// the chunks' lexemes with the textbook formula.
+func TestKeywordScoresAreOkapiBM25(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	ctx := context.Background()
+	const conv = "bm25"
+	for i := range 3 {
+		if _, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(90+i), 300))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another conversation's chunks must not count.
+	if _, err := s.Ingest(ctx, "elsewhere", "x.txt", "", []byte(prose(99, 300))); err != nil {
+		t.Fatal(err)
+	}
+
+	// tf[chunk][lexeme], from the stored tsvectors.
+	rows, err := s.Pool().Query(ctx, `
+		SELECT c.id::text, u.lexeme, cardinality(u.positions)
+		FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u WHERE c.conversation_id = $1`, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := map[string]map[string]int{}
+	var id, lexeme string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&id, &lexeme, &n}, func() error {
+		if tf[id] == nil {
+			tf[id] = map[string]int{}
+		}
+		tf[id][lexeme] = n
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	df := map[string]int{}
+	total := 0
+	for _, terms := range tf {
+		for term, n := range terms {
+			df[term]++
+			total += n
+		}
+	}
+	avgdl := float64(total) / float64(len(tf))
+	bm25 := func(chunkID string, query []string) float64 {
+		dl := 0
+		for _, n := range tf[chunkID] {
+			dl += n
+		}
+		var score float64
+		for _, q := range query {
+			f := float64(tf[chunkID][q])
+			if f == 0 {
+				continue
+			}
+			idf := math.Log(1 + (float64(len(tf))-float64(df[q])+0.5)/(float64(df[q])+0.5))
+			score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(dl)/avgdl))
+		}
+		return score
+	}
+
+	// The query's lexemes are the stems PostgreSQL's English configuration
+	// gives these words.
+	var lexemes []string
+	const query = "Replicas of the database failing over"
+	if err := s.Pool().QueryRow(ctx, `SELECT tsvector_to_array(to_tsvector('english', $1))`, query).Scan(&lexemes); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Keyword, TopK: MaxTopK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matching := 0
+	for id := range tf {
+		if bm25(id, lexemes) > 0 {
+			matching++
+		}
+	}
+	if len(hits) != min(matching, MaxTopK) || len(hits) == 0 {
+		t.Fatalf("%d hits, want %d (every chunk with a query term)", len(hits), min(matching, MaxTopK))
+	}
+	for i, h := range hits {
+		if want := bm25(h.ChunkID, lexemes); math.Abs(h.Score-want) > 1e-9 {
+			t.Errorf("hit %d: score %v, BM25 %v", i, h.Score, want)
+		}
+	}
+}

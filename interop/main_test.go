@@ -253,7 +253,7 @@ func tryStart(tc transportCase, cfg config) (*server, error) {
 	}
 	args := []string{"serve", "--transport", tc.transport, "--addr", addr}
 	if tc.stateless {
-		args = append(args, "--stateless=true")
+		args = append(args, "--stateless")
 	}
 	s := &server{base: "http://" + addr, output: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(binPath, args...)

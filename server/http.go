@@ -119,7 +119,7 @@ func (s *Server) rateLimitHeaders(next http.Handler) http.Handler {
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		tool := calledTool(head)
-		if tool == "" {
+		if _, known := s.timeoutFor(tool); !known {
 			next.ServeHTTP(w, r)
 			return
 		}

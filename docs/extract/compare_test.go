@@ -89,10 +89,10 @@ func TestCompareWithPdftotext(t *testing.T) {
 		}
 		allPages += len(doc.Pages)
 		sumF1 += docF1
-		t.Logf("%-32s pages %4d  mean page F1 %.3f  %7.1f pages/s", filepath.Base(file), len(doc.Pages),
+		t.Logf("%-32s pages %4d  mean page F1 %.4f  %7.1f pages/s", filepath.Base(file), len(doc.Pages),
 			docF1/float64(len(doc.Pages)), float64(len(doc.Pages))/took.Seconds())
 	}
-	t.Logf("ALL: pages %d  mean page F1 %.3f  token F1 %.3f  %.1f pages/s", allPages, sumF1/float64(allPages),
+	t.Logf("ALL: pages %d  mean page F1 %.4f  token F1 %.4f  %.1f pages/s", allPages, sumF1/float64(allPages),
 		f1(allTP, allGot, allRef), float64(allPages)/elapsed.Seconds())
 }
 

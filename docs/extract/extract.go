@@ -114,9 +114,6 @@ func Extract(ctx context.Context, mimeType string, data []byte) (*Document, erro
 		return nil, err
 	}
 	if strings.TrimSpace(doc.Text) == "" {
-		if mt == MIMEPDF {
-			return nil, fmt.Errorf("%w (scanned PDF?)", ErrNoText)
-		}
 		return nil, ErrNoText
 	}
 	return doc, nil

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) LookupFunc {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func load(t *testing.T, vars map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	c := Default()
+	if err := c.LoadEnv(env(vars)); err != nil {
+		return c, err
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+func TestEnvAndFlags(t *testing.T) {
+	c, err := load(t, map[string]string{
+		"MCP_web_search_searxng_url":            "http://searx:8080",
+		"MCP_web_search_timeout_ms":             "2500",
+		"MCP_web_search_max_results":            "8",
+		"MCP_rate_limit_per_minute":             "60",
+		"MCP_web_search_rate_limit_burst":       "2",
+		"MCP_search_docs_rate_limit_per_minute": "600",
+		"MCP_web_search_cache_ttl":              "90",
+		"MCP_transport":                         "http,sse",
+	}, "--web-search-max-results", "9", "--stateless", "--rate-limit", "get_chunk=5/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SearXNGURL != "http://searx:8080" || c.WebSearchTimeout != 2500*time.Millisecond || c.WebSearchCacheTTL != 90*time.Second {
+		t.Errorf("env not applied: %+v", c)
+	}
+	if c.WebSearchMaxResults != 9 || !c.Stateless {
+		t.Errorf("flags did not override: max %d stateless %v", c.WebSearchMaxResults, c.Stateless)
+	}
+	for tool, want := range map[string]RateLimit{
+		"web_search":  {60, 2},
+		"search_docs": {600, 5},
+		"get_chunk":   {5, 1},
+		"list_files":  {60, 5},
+	} {
+		if got := c.RateLimitFor(tool); got != want {
+			t.Errorf("RateLimitFor(%s) = %+v, want %+v", tool, got, want)
+		}
+	}
+	if !c.Serves("http") || !c.Serves("sse") || c.Serves("stdio") {
+		t.Errorf("transports %v", c.Transports)
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	tests := []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"MCP_web_search_timeout_ms": "soon"}, nil, "MCP_web_search_timeout_ms"},
+		{map[string]string{"MCP_web_search_enabled": "perhaps"}, nil, "MCP_web_search_enabled"},
+		{map[string]string{"MCP_rate_limit_burst": "-3"}, nil, "MCP_rate_limit_burst"},
+		{map[string]string{"MCP_web_search_searxng_url": "searx:8080"}, nil, "MCP_web_search_searxng_url"},
+		{map[string]string{"MCP_transport": "stdio,http"}, nil, "stdio cannot be combined"},
+		{map[string]string{"MCP_web_search_max_results": "0"}, nil, "MCP_web_search_max_results"},
+		{map[string]string{"MCP_web_search_rate_limit_burst": "x"}, nil, "MCP_web_search_rate_limit_burst"},
+		{map[string]string{"MCP_auth": "keys"}, nil, "MCP_API_KEYS"},
+		{map[string]string{"MCP_allowed_origins": "not a url"}, nil, "MCP_allowed_origins"},
+		{nil, []string{"--rate-limit", "nope=3"}, "unknown tool"},
+		{nil, []string{"--transport", "carrier-pigeon"}, "unknown transport"},
+	}
+	for _, tt := range tests {
+		_, err := load(t, tt.vars, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("vars %v args %v: error %v, want one naming %q", tt.vars, tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestDescribeRedactsSecrets(t *testing.T) {
+	c, err := load(t, map[string]string{
+		"DATABASE_URL":      "postgres://u:hunter2@db/x",
+		"MCP_embed_api_key": "sk-123",
+		"MCP_API_KEYS":      "k1-secret,k2-secret",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, kv := range c.Describe() {
+		all.WriteString(kv[0] + "=" + kv[1] + "\n")
+	}
+	for _, secret := range []string{"hunter2", "sk-123", "k1-secret"} {
+		if strings.Contains(all.String(), secret) {
+			t.Errorf("Describe shows %q:\n%s", secret, all.String())
+		}
+	}
+	if !strings.Contains(all.String(), "DATABASE_URL=postgres://u:xxxxx@db/x") {
+		t.Errorf("database URL not shown redacted:\n%s", all.String())
+	}
+}

@@ -1,0 +1,262 @@
+package docs
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// envLargeBench, set to 1, adds the 100,000-chunk corpus to BenchmarkStore;
+// loading it takes minutes.
+const envLargeBench = "MCPSEARCH_BENCH_LARGE"
+
+// BenchmarkStore loads a synthetic corpus of 10,000 chunks (and 100,000 with
+// MCPSEARCH_BENCH_LARGE=1) through Ingest, then measures search latency per
+// mode, both over the whole corpus as one conversation and over a
+// 200-chunk conversation stored beside it. It prints a table:
+//
+//	go test -run '^$' -bench BenchmarkStore ./docs/
+func BenchmarkStore(b *testing.B) {
+	sizes := []int{10_000}
+	if os.Getenv(envLargeBench) == "1" {
+		sizes = append(sizes, 100_000)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "\n%-8s %-22s %-8s %9s %9s %9s\n", "chunks", "conversation", "mode", "p50", "p99", "mean")
+	var ingestion strings.Builder
+	for _, size := range sizes {
+		s, load := loadCorpus(b, size)
+		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s end to end (%.0f chunks/s for embedding alone, %d workers)\n",
+			load.chunks, load.elapsed.Seconds(), float64(load.chunks)/load.elapsed.Seconds(), load.embedRate, benchWorkers)
+		queries := benchQueries(200)
+		for _, conv := range []struct {
+			id    string
+			label string
+		}{{"big", fmt.Sprintf("big (%d)", load.big)}, {"small", fmt.Sprintf("small (%d)", load.small)}} {
+			for _, mode := range []Mode{Hybrid, Vector, Keyword} {
+				lat := measure(b, s, conv.id, mode, queries)
+				fmt.Fprintf(&table, "%-8d %-22s %-8s %9s %9s %9s\n", load.chunks, conv.label, mode,
+					percentile(lat, 0.50), percentile(lat, 0.99), mean(lat))
+				b.Run(fmt.Sprintf("chunks=%d/conv=%s/mode=%s", size, conv.id, mode), func(b *testing.B) {
+					ctx := context.Background()
+					for i := 0; b.Loop(); i++ {
+						if _, err := s.Search(ctx, Query{Text: queries[i%len(queries)], ConversationID: conv.id, Mode: mode}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+	fmt.Print(table.String() + "\n" + ingestion.String())
+}
+
+const benchWorkers = 2
+
+type loadStats struct {
+	chunks, big, small int
+	elapsed            time.Duration
+	embedRate          float64
+}
+
+// loadCorpus ingests files of about 100 chunks into conversation "big" until
+// it holds size-200 chunks, and 200 chunks into conversation "small", with
+// benchWorkers files in flight, as Submit's pool would.
+func loadCorpus(b *testing.B, size int) (*Store, loadStats) {
+	b.Helper()
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := openStore(b, pgtest.NewDatabase(b), emb, Options{})
+	ctx := context.Background()
+
+	type file struct {
+		conv string
+		text string
+	}
+	const fileWords = 12_000 // about 100 chunks of 1,000 characters
+	files := make(chan file)
+	go func() {
+		defer close(files)
+		c := newCorpus(1)
+		for i := 0; ; i++ {
+			conv := "big"
+			if i%50 == 49 { // the small conversation grows alongside
+				conv = "small"
+			}
+			select {
+			case files <- file{conv, c.text(fileWords)}:
+			case <-b.Context().Done():
+				return
+			}
+		}
+	}()
+
+	var big, small atomic.Int64
+	var wg sync.WaitGroup
+	var errs collect
+	start := time.Now()
+	for w := range benchWorkers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if big.Load() >= int64(size-200) && small.Load() >= 200 {
+					return
+				}
+				f := <-files
+				counter := &big
+				if f.conv == "small" {
+					counter = &small
+					if small.Load() >= 200 {
+						continue
+					}
+				} else if big.Load() >= int64(size-200) {
+					continue
+				}
+				got, err := s.Ingest(ctx, f.conv, fmt.Sprintf("w%d-%d.txt", w, i), "text/plain", []byte(f.text))
+				if err != nil {
+					errs.add(err)
+					return
+				}
+				counter.Add(int64(got.ChunkCount))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errs.err(); err != nil {
+		b.Fatal(err)
+	}
+
+	// Embedding alone, on chunk-sized texts, for comparison.
+	c := newCorpus(2)
+	texts := make([]string, 2000)
+	for i := range texts {
+		texts[i] = c.text(150)
+	}
+	t0 := time.Now()
+	if _, err := emb.Embed(ctx, texts); err != nil {
+		b.Fatal(err)
+	}
+	embedRate := float64(len(texts)) / time.Since(t0).Seconds()
+
+	if _, err := s.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	return s, loadStats{
+		chunks:    int(big.Load() + small.Load()),
+		big:       int(big.Load()),
+		small:     int(small.Load()),
+		elapsed:   elapsed,
+		embedRate: embedRate,
+	}
+}
+
+// measure runs every query once (after one warm-up pass) and returns the
+// latencies.
+func measure(b *testing.B, s *Store, conv string, mode Mode, queries []string) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, len(queries))
+	for pass := range 2 {
+		for _, q := range queries {
+			t0 := time.Now()
+			if _, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: mode}); err != nil {
+				b.Fatal(err)
+			}
+			if pass == 1 {
+				lat = append(lat, time.Since(t0))
+			}
+		}
+	}
+	return lat
+}
+
+func percentile(lat []time.Duration, p float64) string {
+	sorted := slices.Clone(lat)
+	slices.Sort(sorted)
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return round(sorted[max(i, 0)])
+}
+
+func mean(lat []time.Duration) string {
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	return round(sum / time.Duration(len(lat)))
+}
+
+func round(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
+}
+
+// corpus generates text from a vocabulary of 30,000 made-up words drawn with
+// a Zipf distribution, so that word frequencies, and with them posting list
+// lengths and BM25 statistics, resemble natural language.
+type corpus struct {
+	words []string
+	r     *rand.Rand
+	zipf  *rand.Zipf
+}
+
+func newCorpus(seed uint64) *corpus {
+	syllables := strings.Fields("ka lo mi ne su ta ri po ve du zo ga he ju fi wa bel cor dan fen gil hor jat kem lun mor nis pra qua ros sel tin urv vad wen yor zel")
+	words := make([]string, 30_000)
+	for i := range words {
+		var w strings.Builder
+		n := i + len(syllables)
+		for n > 0 {
+			w.WriteString(syllables[n%len(syllables)])
+			n /= len(syllables)
+		}
+		words[i] = w.String()
+	}
+	r := rand.New(rand.NewPCG(seed, seed*7919))
+	return &corpus{words: words, r: r, zipf: rand.NewZipf(r, 1.07, 2, uint64(len(words)-1))}
+}
+
+func (c *corpus) text(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			if i%14 == 0 {
+				b.WriteString(". ")
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(c.words[c.zipf.Uint64()])
+	}
+	b.WriteByte('.')
+	return b.String()
+}
+
+// benchQueries returns n queries of two to four words of middling frequency
+// (ranks 30 to 3,000, log-uniform), the kind of content words people search
+// with.
+func benchQueries(n int) []string {
+	c := newCorpus(3)
+	out := make([]string, n)
+	for i := range out {
+		k := 2 + c.r.IntN(3)
+		words := make([]string, k)
+		for j := range words {
+			rank := math.Exp(math.Log(30) + c.r.Float64()*(math.Log(3000)-math.Log(30)))
+			words[j] = c.words[int(rank)]
+		}
+		out[i] = strings.Join(words, " ")
+	}
+	return out
+}
