@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
@@ -314,5 +316,38 @@ func TestUploadGetDelete(t *testing.T) {
 	res := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "script nope", "conversation_id": "c", "mode": "keyword"}))
 	if len(res.Chunks) != 0 {
 		t.Errorf("HTML script text was indexed: %+v", res.Chunks)
+	}
+}
+
+func TestFileResources(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	upload(t, h.http.URL, "res-conv", map[string][]byte{"manual.md": []byte(manual)}, nil)
+	files := h.waitReady(t, "res-conv", 1)
+	ctx := context.Background()
+	list, err := h.session.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fileURI("res-conv", files.Files[0].ID)
+	if len(list.Resources) != 1 || list.Resources[0].URI != want || list.Resources[0].Name != "manual.md" {
+		t.Fatalf("resources/list = %+v, want %s", list.Resources, want)
+	}
+	tmpls, err := h.session.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tmpls.ResourceTemplates) != 1 || tmpls.ResourceTemplates[0].URITemplate != fileURITemplate {
+		t.Fatalf("templates: %+v %v", tmpls, err)
+	}
+	read, err := h.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: want})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != manual {
+		t.Fatalf("read: %v %+v", err, read)
+	}
+	for _, bad := range []string{
+		fileURI("other-conv", files.Files[0].ID),
+		fileURI("res-conv", "00000000-0000-4000-8000-000000000000"),
+		fileURI("res-conv", "nope"),
+		"mcpsearch://elsewhere",
+	} {
+		if _, err := h.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: bad}); err == nil {
+			t.Errorf("read %s succeeded", bad)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func (s *Server) Handler() http.Handler {
 			&mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
 		mux.Handle("/sse", s.protect(s.rateLimitHeaders(sse)))
 	}
-	if s.deps.Docs != nil && s.cfg.DocsEnabled {
+	if s.docsOn() {
 		api := http.NewServeMux()
 		s.apiRoutes(api)
 		mux.Handle("/v1/", s.protect(api))

@@ -27,6 +27,10 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 func (s *Server) toolHandler(transport string, id identity, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx = withIdentity(ctx, id)
+		if method == "resources/list" && s.docsOn() {
+			// Files are listed from the database, not registered one by one.
+			return s.listFileResources(ctx, id)
+		}
 		call, ok := req.(*mcp.CallToolRequest)
 		if !ok || method != "tools/call" {
 			return next(ctx, method, req)

@@ -109,8 +109,9 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 	if s.deps.Search != nil && s.cfg.WebSearchEnabled {
 		s.addWebSearch(m)
 	}
-	if s.deps.Docs != nil && s.cfg.DocsEnabled {
+	if s.docsOn() {
 		s.addDocsTools(m)
+		s.addFileResources(m)
 	}
 	return m
 }
@@ -135,5 +136,7 @@ func (s *Server) timeoutFor(tool string) (d time.Duration, ok bool) {
 	d, ok = s.timeouts[tool]
 	return d, ok
 }
+
+func (s *Server) docsOn() bool { return s.deps.Docs != nil && s.cfg.DocsEnabled }
 
 func boolPtr(b bool) *bool { return &b }

@@ -1,0 +1,32 @@
+package docs
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RecentFiles returns up to limit ready files, newest first, of the given
+// conversations, or of every conversation when conversations is nil. It
+// serves listings that span conversations, such as the MCP resources list.
+func (s *Store) RecentFiles(ctx context.Context, conversations []string, limit int) ([]File, error) {
+	if limit <= 0 {
+		return []File{}, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+fileColumns+` FROM files
+		WHERE status = 'ready' AND ($1::text[] IS NULL OR conversation_id = ANY($1))
+		ORDER BY created_at DESC, id
+		LIMIT $2`, conversations, limit)
+	if err != nil {
+		return nil, dbError("docs: recent files", err)
+	}
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+	if err != nil {
+		return nil, dbError("docs: recent files", err)
+	}
+	if files == nil {
+		files = []File{}
+	}
+	return files, nil
+}

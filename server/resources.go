@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsearch/mcpsearch/docs"
+)
+
+// fileURITemplate names a ready file's extracted text as an MCP resource.
+const fileURITemplate = "mcpsearch://conversations/{conversation_id}/files/{file_id}"
+
+// maxListedResources bounds resources/list; clients reach any other file
+// through the template.
+const maxListedResources = 200
+
+func fileURI(conv, fileID string) string {
+	return "mcpsearch://conversations/" + url.PathEscape(conv) + "/files/" + fileID
+}
+
+// parseFileURI is the inverse of fileURI.
+func parseFileURI(uri string) (conv, fileID string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, "mcpsearch://conversations/")
+	if !ok {
+		return "", "", false
+	}
+	c, id, ok := strings.Cut(rest, "/files/")
+	if !ok || c == "" || id == "" || strings.Contains(id, "/") {
+		return "", "", false
+	}
+	conv, err := url.PathUnescape(c)
+	return conv, id, err == nil
+}
+
+func (s *Server) addFileResources(m *mcp.Server) {
+	m.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: fileURITemplate,
+		Name:        "conversation-file",
+		Title:       "Uploaded file (extracted text)",
+		Description: "The extracted text of one ready file uploaded to a conversation; list_files gives the ids.",
+		MIMEType:    "text/plain",
+	}, s.readFile)
+}
+
+func (s *Server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	conv, id, ok := parseFileURI(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	id = strings.TrimSpace(id)
+	f, text, err := s.deps.Docs.FileText(ctx, id)
+	switch {
+	case errors.Is(err, docs.ErrNotFound), errors.Is(err, docs.ErrInvalidID):
+		return nil, mcp.ResourceNotFoundError(uri)
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", uri, err)
+	}
+	// A file is found only under its own conversation, and only by a
+	// caller whose key may see that conversation.
+	if f.ConversationID != conv || !identityFrom(ctx).allows(conv) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+}
+
+// listFileResources answers resources/list with the most recent ready files the
+// caller may see.
+func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListResourcesResult, error) {
+	var convs []string
+	if id.key != nil && id.key.Conversations != nil {
+		convs = id.key.Conversations
+	}
+	files, err := s.deps.Docs.RecentFiles(ctx, convs, maxListedResources)
+	if err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
+	}
+	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files))}
+	for _, f := range files {
+		out.Resources = append(out.Resources, &mcp.Resource{
+			URI:         fileURI(f.ConversationID, f.ID),
+			Name:        f.FileName,
+			Title:       f.FileName,
+			Description: fmt.Sprintf("%s in conversation %s: %d chunks, %d pages", f.MIMEType, f.ConversationID, f.ChunkCount, f.PageCount),
+			MIMEType:    "text/plain",
+		})
+	}
+	return out, nil
+}
