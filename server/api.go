@@ -40,13 +40,8 @@ type uploadedFile struct {
 }
 
 func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
-	conv, err := conversationID(r.PathValue("id"))
-	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, err)
-		return
-	}
-	if !identityFrom(r.Context()).allows(conv) {
-		writeAuthError(w, http.StatusForbidden, errForbiddenConversation.Error())
+	conv, ok := s.pathConversation(w, r)
+	if !ok {
 		return
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -105,13 +100,8 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiListFiles(w http.ResponseWriter, r *http.Request) {
-	conv, err := conversationID(r.PathValue("id"))
-	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, err)
-		return
-	}
-	if !identityFrom(r.Context()).allows(conv) {
-		writeAuthError(w, http.StatusForbidden, errForbiddenConversation.Error())
+	conv, ok := s.pathConversation(w, r)
+	if !ok {
 		return
 	}
 	files, err := s.deps.Docs.ListFiles(r.Context(), conv)
@@ -131,6 +121,21 @@ func (s *Server) apiGetFile(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		writeJSON(w, http.StatusOK, fileInfo(f))
 	}
+}
+
+// pathConversation reads the conversation id of the path and checks that
+// the caller's key may use it; otherwise it writes the error.
+func (s *Server) pathConversation(w http.ResponseWriter, r *http.Request) (string, bool) {
+	conv, err := conversationID(r.PathValue("id"))
+	if err != nil {
+		writeAPIError(w, http.StatusBadRequest, err)
+		return "", false
+	}
+	if !identityFrom(r.Context()).allows(conv) {
+		writeAuthError(w, http.StatusForbidden, errForbiddenConversation.Error())
+		return "", false
+	}
+	return conv, true
 }
 
 // ownFile loads the file named in the path and checks that the caller's

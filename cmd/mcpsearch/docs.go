@@ -57,6 +57,19 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.
 	return st, nil
 }
 
+// openMigratedStore opens the store and checks that its schema is current.
+func openMigratedStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.Store, error) {
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.CheckSchema(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
 func runMigrate(ctx context.Context, env *environment, args []string) error {
 	cfg, _, err := loadConfig(env, "migrate", args, nil)
 	if err != nil {
@@ -101,14 +114,11 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return errors.New("no supported files (PDF, text, Markdown, HTML) under the given paths")
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, "warn")
-	st, err := openStore(ctx, cfg, log)
+	st, err := openMigratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckSchema(ctx); err != nil {
-		return err
-	}
 	return ingestFiles(ctx, env, st, conv, paths, cfg.Workers)
 }
 
@@ -240,14 +250,11 @@ func runReembed(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	st, err := openStore(ctx, cfg, log)
+	st, err := openMigratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckSchema(ctx); err != nil {
-		return err
-	}
 	to, err := newEmbedder(cfg)
 	if err != nil {
 		return err

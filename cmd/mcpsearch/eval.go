@@ -48,14 +48,11 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("load dataset: %w", err)
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, "warn")
-	st, err := openStore(ctx, cfg, log)
+	st, err := openMigratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckSchema(ctx); err != nil {
-		return err
-	}
 	conv := "eval-" + strings.ToLower(rand.Text()[:10])
 	if !keep {
 		defer func() {
