@@ -40,6 +40,9 @@ func parseID(kind, id string) (string, error) {
 // ListFiles returns a conversation's files, oldest first, in every status.
 // An unknown conversation has no files: the result is empty, not an error.
 func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, error) {
+	if err := s.checkOpen("docs: list files"); err != nil {
+		return nil, err
+	}
 	if err := checkConversationID(conversationID); err != nil {
 		return nil, err
 	}
@@ -63,6 +66,9 @@ func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, e
 // GetFile returns a file by id, in any status. Errors wrap ErrInvalidID or
 // ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
+	if err := s.checkOpen("docs: get file"); err != nil {
+		return File{}, err
+	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return File{}, err
@@ -80,6 +86,9 @@ func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
 // FileText returns a ready file and its whole extracted text. A file still
 // processing or failed returns it with an error wrapping ErrNotReady.
 func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
+	if err := s.checkOpen("docs: file text"); err != nil {
+		return File{}, "", err
+	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return File{}, "", err
@@ -103,6 +112,9 @@ func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
 
 // GetChunk returns a chunk by id. Errors wrap ErrInvalidID or ErrNotFound.
 func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
+	if err := s.checkOpen("docs: get chunk"); err != nil {
+		return Chunk{}, err
+	}
 	id, err := parseID("chunk", id)
 	if err != nil {
 		return Chunk{}, err
@@ -128,6 +140,9 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 // is deleted too; its processing then stores nothing. Errors wrap
 // ErrInvalidID or ErrNotFound.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	if err := s.checkOpen("docs: delete file"); err != nil {
+		return err
+	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return err

@@ -114,8 +114,8 @@ type job struct {
 // it is kept; Ingest then returns that failed File together with an error
 // wrapping ErrProcessing and the cause.
 func (s *Store) Ingest(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	if s.isClosed() {
-		return File{}, fmt.Errorf("docs: ingest: %w", ErrClosed)
+	if err := s.checkOpen("docs: ingest"); err != nil {
+		return File{}, err
 	}
 	up, err := s.validate(conversationID, fileName, mimeType, data)
 	if err != nil {

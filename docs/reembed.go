@@ -19,11 +19,12 @@ import (
 // sees each file again as soon as its transaction commits. Reembed is
 // resumable: files already on to's model are skipped, so after an error or a
 // cancellation running it again finishes the move. Files that another
-// process (a replica still configured with the old embedder) stores while it
-// runs need another run.
+// process (a replica still configured with the old embedder) keeps storing
+// may need another run.
 //
 // progress, when not nil, is called with the number of chunks moved so far
-// and the total, first with done = 0 and then after each file.
+// and the total known so far: first (0, 0), then after each file and
+// whenever more files are found.
 func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(done, total int)) error {
 	if to == nil {
 		return errors.New("docs: reembed: nil embedder")
@@ -31,51 +32,70 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 	if err := checkEmbedder(to); err != nil {
 		return fmt.Errorf("docs: reembed: %w", err)
 	}
-	if s.isClosed() {
-		return fmt.Errorf("docs: reembed: %w", ErrClosed)
+	if err := s.checkOpen("docs: reembed"); err != nil {
+		return err
 	}
 	s.setEmbedder(to)
 	if err := s.EnsureModelIndex(ctx, to.Model(), to.Dimensions()); err != nil {
 		return err
 	}
 
-	type pending struct {
-		id     string
-		chunks int
+	done, total := 0, 0
+	if progress != nil {
+		progress(done, total)
 	}
+	// Files this store was ingesting with the old embedder when the switch
+	// happened finish after the first listing; later rounds pick them up.
+	for range 3 {
+		files, err := s.filesNotOn(ctx, to.Model())
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return nil
+		}
+		for _, f := range files {
+			total += f.chunks
+		}
+		if progress != nil {
+			progress(done, total)
+		}
+		for _, f := range files {
+			if err := s.reembedFile(ctx, f.id, to); err != nil {
+				return fmt.Errorf("docs: reembed file %s: %w", f.id, err)
+			}
+			done += f.chunks
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+	}
+	return nil
+}
+
+type pendingFile struct {
+	id     string
+	chunks int
+}
+
+// filesNotOn lists the ready files whose chunks are not embedded by model.
+func (s *Store) filesNotOn(ctx context.Context, model string) ([]pendingFile, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id::text, chunk_count FROM files
 		WHERE status = 'ready' AND embedding_model <> $1
-		ORDER BY created_at, id`, to.Model())
+		ORDER BY created_at, id`, model)
 	if err != nil {
-		return dbError("docs: reembed", err)
+		return nil, dbError("docs: reembed", err)
 	}
-	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pending, error) {
-		var p pending
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pendingFile, error) {
+		var p pendingFile
 		err := r.Scan(&p.id, &p.chunks)
 		return p, err
 	})
 	if err != nil {
-		return dbError("docs: reembed", err)
+		return nil, dbError("docs: reembed", err)
 	}
-	total := 0
-	for _, f := range files {
-		total += f.chunks
-	}
-	done := 0
-	if progress != nil {
-		progress(done, total)
-	}
-	for _, f := range files {
-		if err := s.reembedFile(ctx, f.id, to); err != nil {
-			return fmt.Errorf("docs: reembed file %s: %w", f.id, err)
-		}
-		done += f.chunks
-		if progress != nil {
-			progress(done, total)
-		}
-	}
-	return nil
+	return files, nil
 }
 
 // reembedFile embeds one file's chunks with to and swaps the vectors in one

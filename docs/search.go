@@ -102,7 +102,8 @@ type candidate struct {
 // yields no hits and no error.
 //
 //   - Vector: the chunks nearest to the query embedding by cosine distance,
-//     from the model's HNSW index (hnsw.ef_search = max(40, 2 × TopK); on
+//     from the model's HNSW index (hnsw.ef_search is twice the number of
+//     chunks fetched, at least 40; on
 //     pgvector 0.8 and later with iterative index scans, so the conversation
 //     filter cannot starve the result; on older pgvector an exact scan of
 //     the conversation when the index returns too few). Chunks with
@@ -122,6 +123,9 @@ type candidate struct {
 // MaxQueryRunes characters, empty conversation id, threshold outside 0..1,
 // negative TopK, unknown mode), ErrUnavailable or the embedder's error.
 func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
+	if err := s.checkOpen("docs: search"); err != nil {
+		return nil, err
+	}
 	q, err := checkQuery(q)
 	if err != nil {
 		return nil, err
@@ -147,34 +151,32 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
+	var vectorDepth, keywordDepth int
+	switch q.Mode {
+	case Vector:
+		vectorDepth = q.TopK
+	case Keyword:
+		keywordDepth = q.TopK
+	case Hybrid:
+		vectorDepth = max(hybridDepth, 4*q.TopK)
+		keywordDepth = vectorDepth
+	}
+	vl, kl, err := rankings(ctx, tx, m, qv, q, vectorDepth, keywordDepth, iterative)
+	if err != nil {
+		return nil, err
+	}
 	var ranked []candidate
 	switch q.Mode {
 	case Vector:
-		list, err := vectorList(ctx, tx, m, qv, q.ConversationID, q.TopK, iterative)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range list {
+		for _, c := range vl {
 			if c.similarity >= q.Threshold {
 				c.score = c.similarity
 				ranked = append(ranked, c)
 			}
 		}
 	case Keyword:
-		ranked, err = keywordList(ctx, tx, m, qv, q.Text, q.ConversationID, q.TopK)
-		if err != nil {
-			return nil, err
-		}
+		ranked = kl
 	case Hybrid:
-		depth := max(hybridDepth, 4*q.TopK)
-		vl, err := vectorList(ctx, tx, m, qv, q.ConversationID, depth, iterative)
-		if err != nil {
-			return nil, err
-		}
-		kl, err := keywordList(ctx, tx, m, qv, q.Text, q.ConversationID, depth)
-		if err != nil {
-			return nil, err
-		}
 		ranked = fuse(vl, kl, q.Threshold)
 	}
 	if len(ranked) > q.TopK {
@@ -267,38 +269,77 @@ func versionAtLeast(v string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
-// vectorList returns up to limit of the conversation's chunks of model m
-// nearest to qv, most similar first.
-func vectorList(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, conversationID string, limit int, iterative bool) ([]candidate, error) {
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*limit)))); err != nil {
-		return nil, dbError("docs: search", err)
+// rankings returns the vector ranking (up to vectorDepth chunks, most
+// similar first) and the keyword ranking (up to keywordDepth chunks, best
+// BM25 score first) of the conversation's chunks of model m; a depth of 0
+// skips that ranking. The index settings and both queries go to the server
+// in one round trip.
+func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth, keywordDepth int, iterative bool) (vector, keyword []candidate, err error) {
+	b := &pgx.Batch{}
+	// JIT compilation costs hundreds of milliseconds and pays off only for
+	// long analytical queries; a BM25 ranking over many candidates has a
+	// cost estimate that would trigger it for nothing.
+	b.Queue("SET LOCAL jit = off")
+	if vectorDepth > 0 {
+		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*vectorDepth))))
+		if iterative {
+			// relaxed_order lets the index scan continue past ef_search
+			// until enough rows pass the conversation filter; results may
+			// come slightly out of order and are sorted below.
+			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
+		}
+		b.Queue(vectorSQL(m), qv, q.ConversationID, vectorDepth)
 	}
-	if iterative {
-		// relaxed_order lets the index scan continue past ef_search until
-		// enough rows pass the conversation filter; results may come
-		// slightly out of order and are sorted below.
-		if _, err := tx.Exec(ctx, "SET LOCAL hnsw.iterative_scan = relaxed_order"); err != nil {
-			return nil, dbError("docs: search", err)
+	if keywordDepth > 0 {
+		b.Queue(fmt.Sprintf(keywordSQL, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name)),
+			q.Text, q.ConversationID, qv, bm25K1, bm25B, keywordDepth)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = dbError("docs: search", cerr)
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, dbError("docs: search", err)
+	}
+	if vectorDepth > 0 {
+		settings := 1
+		if iterative {
+			settings++
+		}
+		for range settings {
+			if _, err := br.Exec(); err != nil {
+				return nil, nil, dbError("docs: search", err)
+			}
+		}
+		rows, err := br.Query()
+		if vector, err = collectCandidates(rows, err, false); err != nil {
+			return nil, nil, err
 		}
 	}
-	sql := vectorSQL(m)
-	list, err := queryCandidates(ctx, tx, sql, qv, conversationID, limit)
-	if err != nil {
-		return nil, err
+	if keywordDepth > 0 {
+		rows, err := br.Query()
+		if keyword, err = collectCandidates(rows, err, true); err != nil {
+			return nil, nil, err
+		}
 	}
-	if !iterative && len(list) < limit {
+	if err := br.Close(); err != nil {
+		return nil, nil, dbError("docs: search", err)
+	}
+	if vectorDepth > 0 && !iterative && len(vector) < vectorDepth {
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
-		list, err = queryCandidates(ctx, tx, exactVectorSQL(m), qv, conversationID, limit)
-		if err != nil {
-			return nil, err
+		rows, err := tx.Query(ctx, exactVectorSQL(m), qv, q.ConversationID, vectorDepth)
+		if vector, err = collectCandidates(rows, err, false); err != nil {
+			return nil, nil, err
 		}
 	}
-	slices.SortStableFunc(list, func(a, b candidate) int {
+	slices.SortStableFunc(vector, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.similarity, a.similarity), strings.Compare(a.id, b.id))
 	})
-	return list, nil
+	return vector, keyword, nil
 }
 
 // vectorSQL selects a conversation's chunks of model m by cosine distance to
@@ -328,15 +369,20 @@ func exactVectorSQL(m modelSpec) string {
 		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
 }
 
-func queryCandidates(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]candidate, error) {
-	rows, err := tx.Query(ctx, sql, args...)
+// collectCandidates reads rows of (id, similarity), or with keyword set
+// (id, similarity, BM25 score).
+func collectCandidates(rows pgx.Rows, err error, keyword bool) ([]candidate, error) {
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
+		c := candidate{keyword: keyword}
 		var sim *float64
-		if err := r.Scan(&c.id, &sim); err != nil {
+		dest := []any{&c.id, &sim}
+		if keyword {
+			dest = append(dest, &c.score)
+		}
+		if err := r.Scan(dest...); err != nil {
 			return c, err
 		}
 		c.similarity = cleanSimilarity(sim)
@@ -379,51 +425,28 @@ const keywordSQL = `
 		SELECT chunk_count::float8 AS n,
 		       greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
 		FROM conversation_stats WHERE conversation_id = $2
-	), idf AS (
+	), idf AS MATERIALIZED (
+		-- Materialised: computed once, not once per candidate.
 		SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
 		FROM term_stats t CROSS JOIN st
 		WHERE t.conversation_id = $2 AND t.term IN (SELECT lexeme FROM q)
 	), ranked AS (
-		SELECT c.id, s.score
+		SELECT c.id,
+		       sum(idf.idf * cardinality(u.positions) * ($4::float8 + 1)
+		           / (cardinality(u.positions) + $4::float8 * (1 - $5::float8 + $5::float8 * c.token_count / st.avgdl))) AS score
 		FROM chunks c CROSS JOIN tq CROSS JOIN st
-		CROSS JOIN LATERAL (
-			SELECT sum(idf.idf * cardinality(u.positions) * ($4::float8 + 1)
-			           / (cardinality(u.positions) + $4::float8 * (1 - $5::float8 + $5::float8 * c.token_count / st.avgdl))) AS score
-			-- Only the query's lexemes: weighted A, then filtered, which is
-			-- far cheaper than expanding the whole tsv.
-			FROM unnest(ts_filter(setweight(c.tsv, 'A', tq.lexemes), '{a}')) u
-			JOIN idf ON idf.term = u.lexeme
-		) s
+		-- Only the query's lexemes: weighted A, then filtered, which is
+		-- far cheaper than expanding the whole tsv.
+		CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', tq.lexemes), '{a}')) u
+		JOIN idf ON idf.term = u.lexeme
 		WHERE c.conversation_id = $2 AND c.embedding_model = %[3]s AND c.tsv @@ tq.query
-		ORDER BY s.score DESC, c.id
+		GROUP BY c.id
+		ORDER BY score DESC, c.id
 		LIMIT $6
 	)
 	SELECT r.id::text, 1 - (%[1]s <=> $3::vector::%[2]s), r.score
 	FROM ranked r JOIN chunks c ON c.id = r.id
 	ORDER BY r.score DESC, r.id`
-
-// keywordList returns up to limit of the conversation's chunks of model m
-// that share a word with text, best BM25 score first.
-func keywordList(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, text, conversationID string, limit int) ([]candidate, error) {
-	sql := fmt.Sprintf(keywordSQL, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
-	rows, err := tx.Query(ctx, sql, text, conversationID, qv, bm25K1, bm25B, limit)
-	if err != nil {
-		return nil, dbError("docs: keyword search", err)
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		c := candidate{keyword: true}
-		var sim *float64
-		if err := r.Scan(&c.id, &sim, &c.score); err != nil {
-			return c, err
-		}
-		c.similarity = cleanSimilarity(sim)
-		return c, nil
-	})
-	if err != nil {
-		return nil, dbError("docs: keyword search", err)
-	}
-	return list, nil
-}
 
 // fuse merges a vector ranking and a keyword ranking by reciprocal rank
 // fusion: each list adds 1 / (rrfK + rank) to a chunk's score, rank counting

@@ -107,24 +107,10 @@ func Open(ctx context.Context, databaseURL string, emb embed.Embedder, opts Opti
 	if err != nil {
 		return nil, fmt.Errorf("docs: open: database URL: %w", err)
 	}
-	cfg.AfterConnect = registerVector
-	// JIT compilation costs hundreds of milliseconds and only pays off for
-	// long analytical queries; search queries with large cost estimates
-	// (BM25 over many candidates) would trigger it for nothing. A URL
-	// that sets jit keeps its value.
-	if _, ok := cfg.ConnConfig.RuntimeParams["jit"]; !ok {
-		cfg.ConnConfig.RuntimeParams["jit"] = "off"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("docs: open: %w", err)
-	}
-
 	if opts.Chunk == (chunk.Options{}) {
 		opts.Chunk = chunk.DefaultOptions()
 	}
 	if err := opts.Chunk.Validate(); err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("docs: open: %w", err)
 	}
 	if opts.MaxFileBytes <= 0 {
@@ -141,6 +127,11 @@ func Open(ctx context.Context, databaseURL string, emb embed.Embedder, opts Opti
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.AfterConnect = registerVector
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("docs: open: %w", err)
 	}
 
 	s := &Store{
@@ -224,6 +215,14 @@ func (s *Store) Close() {
 	})
 }
 
+// checkOpen returns ErrClosed after Close.
+func (s *Store) checkOpen(op string) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
 // Pool returns the store's connection pool, for other writers to the same
 // database.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -245,13 +244,20 @@ func (s *Store) setEmbedder(e embed.Embedder) {
 // Ping checks that the database answers. It returns an error wrapping
 // ErrUnavailable when it does not.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.checkOpen("docs: ping"); err != nil {
+		return err
+	}
 	return dbError("docs: ping", s.pool.Ping(ctx))
 }
 
 // CheckSchema returns an error wrapping ErrSchemaOutdated when the database
 // lacks migrations this build needs, and ErrUnavailable when it cannot be
-// reached.
+// reached. It also fails, with advice, when the server's pgvector is older
+// than 0.7.
 func (s *Store) CheckSchema(ctx context.Context) error {
+	if err := s.checkOpen("docs: check schema"); err != nil {
+		return err
+	}
 	cur, err := migrations.Current(ctx, s.pool)
 	if err != nil {
 		return dbError("docs: check schema", err)
@@ -259,5 +265,24 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if want := migrations.Latest(); cur < want {
 		return fmt.Errorf("docs: %w (the database is at version %d, this build needs %d)", ErrSchemaOutdated, cur, want)
 	}
+	var v string
+	err = s.pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("docs: %w: the vector extension is missing", ErrSchemaOutdated)
+	}
+	if err != nil {
+		return dbError("docs: check schema", err)
+	}
+	if !versionAtLeast(v, minPgvectorMajor, minPgvectorMinor) {
+		return fmt.Errorf("docs: the database has pgvector %s; mcpsearch needs %d.%d or later "+
+			"(upgrade the package, then run ALTER EXTENSION vector UPDATE)", v, minPgvectorMajor, minPgvectorMinor)
+	}
 	return nil
 }
+
+// The oldest pgvector supported: 0.7 brought halfvec, which indexes
+// embeddings over 2,000 dimensions.
+const (
+	minPgvectorMajor = 0
+	minPgvectorMinor = 7
+)

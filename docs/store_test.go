@@ -365,9 +365,21 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 	// Close drains the queue: both files finish.
 	close(gate.release)
 	s.Close()
-	if _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); !errors.Is(err, ErrClosed) {
-		t.Errorf("Submit after Close = %v; want ErrClosed", err)
+	afterClose := map[string]func() error{
+		"Submit":    func() error { _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Ingest":    func() error { _, err := s.Ingest(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Search":    func() error { _, err := s.Search(ctx, Query{Text: "file", ConversationID: "q"}); return err },
+		"ListFiles": func() error { _, err := s.ListFiles(ctx, "q"); return err },
+		"GetFile":   func() error { _, err := s.GetFile(ctx, running.ID); return err },
+		"Ping":      func() error { return s.Ping(ctx) },
+		"Reembed":   func() error { return s.Reembed(ctx, gate.Embedder, nil) },
 	}
+	for name, call := range afterClose {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v; want ErrClosed", name, err)
+		}
+	}
+	s.Close() // a second Close returns at once
 	check := openStore(t, url, gate.Embedder, Options{})
 	for _, id := range []string{running.ID, queued.ID} {
 		f, err := check.GetFile(ctx, id)

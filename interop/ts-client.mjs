@@ -6,8 +6,14 @@
 //   node ts-client.mjs --transport http --url http://127.0.0.1:8080/mcp --scenario invalid
 //   node ts-client.mjs --transport sse --url http://127.0.0.1:8080/sse --scenario upstream \
 //       --expect-code TOOL_ERROR --expect-retryable false --expect-message-substring search.formats
+//   node ts-client.mjs --transport http --url ... --header "Authorization: Bearer KEY" --scenario basic
+//   node ts-client.mjs --transport http --url ... --header "Authorization: Bearer WRONG" \
+//       --scenario unauthorized --expect-status 401
 //
-// Scenarios: basic, invalid, ratelimited, unknown-tool, upstream, timeout.
+// Scenarios: basic, invalid, ratelimited, unknown-tool, upstream, timeout,
+// unauthorized (connecting must fail with the HTTP status --expect-status).
+// --header NAME:VALUE (repeatable) is sent on every HTTP request, the event
+// stream's GET included.
 // On success it prints one JSON line {"ok":true,...} to stdout and exits 0;
 // on any failed check it prints {"ok":false,...} and a message on stderr and
 // exits 1. Knowledge of the fake SearXNG (expected URLs, engines, counts)
@@ -26,8 +32,8 @@ const SCENARIO_TIMEOUT_MS = 60000;
 class CheckError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { args: [], env: {}, scenario: "basic", query: "mcp interop", maxResults: 3 };
-  const repeatable = new Set(["--arg", "--env"]);
+  const opts = { args: [], env: {}, headers: {}, scenario: "basic", query: "mcp interop", maxResults: 3 };
+  const repeatable = new Set(["--arg", "--env", "--header"]);
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (!flag.startsWith("--")) {
@@ -55,6 +61,12 @@ function parseArgs(argv) {
         opts.env[value.slice(0, k)] = value.slice(k + 1);
         break;
       }
+      case "--header": {
+        const k = value.indexOf(":");
+        if (k <= 0) throw new Error(`--header wants NAME:VALUE, got ${JSON.stringify(value)}`);
+        opts.headers[value.slice(0, k).trim()] = value.slice(k + 1).trim();
+        break;
+      }
       case "--url": opts.url = value; break;
       case "--scenario": opts.scenario = value; break;
       case "--query": opts.query = value; break;
@@ -69,6 +81,7 @@ function parseArgs(argv) {
         break;
       case "--expect-message-substring": opts.expectMessage = value; break;
       case "--burst": opts.burst = parseInt(value, 10); break;
+      case "--expect-status": opts.expectStatus = parseInt(value, 10); break;
       default: throw new Error(`unknown flag ${name}`);
     }
   }
@@ -90,9 +103,10 @@ function newTransport(opts) {
       // The server's logs go to our stderr, where the test shows them on failure.
       return new StdioClientTransport({ command: opts.command, args: opts.args, env: opts.env, stderr: "inherit" });
     case "sse":
-      return new SSEClientTransport(new URL(opts.url));
+      // requestInit's headers go on the event stream's GET and on every POST.
+      return new SSEClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
     default:
-      return new StreamableHTTPClientTransport(new URL(opts.url));
+      return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
   }
 }
 
@@ -275,6 +289,26 @@ const scenarios = {
     details.error = err;
   },
 
+  // unauthorized connects itself: the handshake must be refused with the
+  // HTTP status the server sends for a missing or wrong key.
+  async unauthorized(check, client, opts, details, transport) {
+    check.ok(Number.isInteger(opts.expectStatus), "unauthorized needs --expect-status");
+    let thrown;
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      thrown = e;
+    }
+    check.ok(thrown, "connect succeeded; want it refused");
+    details.error = `${thrown.name}: ${thrown.message}`;
+    // StreamableHTTPError and SseError carry the HTTP status as code.
+    check.equal(thrown.code, opts.expectStatus, `status of the refused connect (${details.error})`);
+    if (transport instanceof StreamableHTTPClientTransport) {
+      // The SDK quotes the response body, which must be the contract's error.
+      check.ok(thrown.message.includes("AUTH_ERROR"), `refusal does not carry the AUTH_ERROR body: ${thrown.message}`);
+    }
+  },
+
   async timeout(check, client, opts, details) {
     const started = Date.now();
     const r = await call(client, { query: opts.query });
@@ -287,6 +321,9 @@ const scenarios = {
     details.elapsed_ms = Date.now() - started;
   },
 };
+
+// selfConnecting are the scenarios that test the handshake itself.
+const selfConnecting = new Set(["unauthorized"]);
 
 async function main() {
   let opts;
@@ -315,8 +352,10 @@ async function main() {
   const transport = newTransport(opts);
   let failure;
   try {
-    await client.connect(transport);
-    await run(check, client, opts, report.details);
+    if (!selfConnecting.has(opts.scenario)) {
+      await client.connect(transport);
+    }
+    await run(check, client, opts, report.details, transport);
     if (transport.protocolVersion) {
       report.details.protocolVersion = transport.protocolVersion;
     }

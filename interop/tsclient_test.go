@@ -21,14 +21,17 @@ import (
 const nodeRunLimit = 90 * time.Second
 
 // requireNode skips the test, or fails it when MCPSEARCH_INTEROP=1, unless
-// node and the npm packages of interop/ are installed.
-func requireNode(t *testing.T) {
+// node and the npm packages of interop/ are installed: the TypeScript SDK,
+// the Inspector and the packages named in extra (as under node_modules/).
+func requireNode(t *testing.T, extra ...string) {
 	t.Helper()
 	var missing []string
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = append(missing, "node is not on PATH")
 	}
-	for _, p := range []string{"node_modules/@modelcontextprotocol/sdk/package.json", "node_modules/@modelcontextprotocol/inspector/package.json"} {
+	pkgs := []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector"}
+	for _, pkg := range append(pkgs, extra...) {
+		p := "node_modules/" + pkg + "/package.json"
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, "interop/"+p+" is missing")
 			break
@@ -44,7 +47,7 @@ func requireNode(t *testing.T) {
 	t.Skip(msg)
 }
 
-// tsReport is the JSON line ts-client.mjs prints.
+// tsReport is the JSON line ts-client.mjs and langchain-client.mjs print.
 type tsReport struct {
 	Scenario  string         `json:"scenario"`
 	Transport string         `json:"transport"`
@@ -57,7 +60,11 @@ type tsReport struct {
 // tsArgs are the ts-client.mjs flags that reach tg.
 func tsArgs(tg target) []string {
 	if tg.transport != "stdio" {
-		return []string{"--transport", tg.transport, "--url", tg.url}
+		args := []string{"--transport", tg.transport, "--url", tg.url}
+		if tg.key != "" {
+			args = append(args, "--header", "Authorization: Bearer "+tg.key)
+		}
+		return args
 	}
 	args := []string{"--transport", "stdio", "--command", binPath, "--arg", "serve", "--arg", "--transport", "--arg", "stdio"}
 	for _, kv := range tg.cfg.pairs() {
@@ -70,8 +77,15 @@ func tsArgs(tg target) []string {
 // unless it reports success.
 func runTS(t *testing.T, tg target, scenario string, extra ...string) tsReport {
 	t.Helper()
-	args := append([]string{"ts-client.mjs", "--scenario", scenario}, tsArgs(tg)...)
-	args = append(args, extra...)
+	return runNodeScript(t, "ts-client.mjs", scenario, tg.transport, append(tsArgs(tg), extra...))
+}
+
+// runNodeScript runs one scenario of a client script that reports like
+// ts-client.mjs (langchain-client.mjs does too) and fails the test unless
+// it reports success.
+func runNodeScript(t *testing.T, script, scenario, transport string, flags []string) tsReport {
+	t.Helper()
+	args := append([]string{script, "--scenario", scenario}, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), nodeRunLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", args...)
@@ -88,7 +102,7 @@ func runTS(t *testing.T, tg target, scenario string, extra ...string) tsReport {
 	case !rep.OK || rep.Scenario != scenario || rep.Checks == 0:
 		t.Fatalf("node %s exited 0 with a report that is not a success of %s: %+v", strings.Join(args, " "), scenario, rep)
 	}
-	t.Logf("%s over %s: %d checks passed %v", scenario, tg.transport, rep.Checks, rep.Details)
+	t.Logf("%s %s over %s: %d checks passed %v", script, scenario, transport, rep.Checks, rep.Details)
 	return rep
 }
 

@@ -59,19 +59,25 @@ installed() {
 	[[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" == installed ]]
 }
 
+# apt_refresh runs apt-get update once per run, and only on the way to
+# installing something.
 apt_updated=0
-apt_install() {
-	local missing=() p
-	for p in "$@"; do
-		installed "$p" || missing+=("$p")
-	done
-	((${#missing[@]} == 0)) && return 0
+apt_refresh() {
 	command -v apt-get >/dev/null 2>&1 || die "apt-get not found: this script supports Debian; set DATABASE_URL to an existing PostgreSQL with pgvector instead"
 	if ((apt_updated == 0)); then
 		log "apt-get update"
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
 		apt_updated=1
 	fi
+}
+
+apt_install() {
+	local missing=() p
+	for p in "$@"; do
+		installed "$p" || missing+=("$p")
+	done
+	((${#missing[@]} == 0)) && return 0
+	apt_refresh
 	log "installing ${missing[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
@@ -85,8 +91,8 @@ debian_mirror() {
 	codename="$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")"
 	if [[ -n ${parts:-} ]] && compgen -G "${parts}*.sources" >/dev/null; then
 		# Paragraph mode: one record per stanza. Prefer a stanza of type deb
-		# for the release's own suite; any deb stanza that is not the
-		# security archive will do otherwise.
+		# for the release's own suite; otherwise any deb stanza whose URI
+		# ends in /debian and is not the security archive.
 		uri="$(awk -v code="$codename" '
 			BEGIN { RS = ""; FS = "\n" }
 			{
@@ -105,7 +111,7 @@ debian_mirror() {
 				split(uris, u, /[ \t]+/)
 				if (u[1] == "" || u[1] ~ /-security/) next
 				if (code != "" && (" " suites " ") ~ (" " code " ")) { print u[1]; found = 1; exit }
-				if (fallback == "") fallback = u[1]
+				if (fallback == "" && u[1] ~ /\/debian\/?$/) fallback = u[1]
 			}
 			END { if (!found && fallback != "") print fallback }
 		' "${parts}"*.sources)"
@@ -183,7 +189,14 @@ if [[ -x /usr/lib/postgresql/$ver/bin/pg_config ]]; then
 	sharedir="$(/usr/lib/postgresql/$ver/bin/pg_config --sharedir)"
 fi
 if [[ ! -f $sharedir/extension/vector.control ]]; then
-	build_pgvector "$ver"
+	# Debian from trixie on, and the PGDG repository, ship pgvector as a
+	# binary package; bookworm does not, so it is built from source there.
+	apt_refresh
+	if [[ "$(apt-cache policy "postgresql-$ver-pgvector" 2>/dev/null | awk '/Candidate:/ { print $2 }')" =~ ^[0-9] ]]; then
+		apt_install "postgresql-$ver-pgvector"
+	else
+		build_pgvector "$ver"
+	fi
 fi
 
 # cluster_field prints column $1 (1-based) of "pg_lsclusters -h" for $ver/main.

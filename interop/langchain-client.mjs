@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+// langchain-client.mjs drives a running mcpsearch with LangChain's MCP
+// adapters (@langchain/mcp-adapters): MultiServerMCPClient loads the tools as
+// LangChain tools and calls them the way an agent's tool node does.
+//
+//   node langchain-client.mjs --transport http --url http://127.0.0.1:8080/mcp \
+//       --header "Authorization: Bearer KEY" --scenario tools \
+//       --web-query "pgvector hnsw" --expect-first-url https://... \
+//       --conversation conv-1 --docs-query "release checklist" \
+//       --expect-file notes.md --expect-docs-text "checklist"
+//   node langchain-client.mjs --transport sse --url http://127.0.0.1:8080/sse \
+//       --header "Authorization: Bearer WRONG" --scenario unauthorized
+//
+// Scenarios:
+//   tools         load the tools, call web_search and search_docs and check
+//                 their ToolMessages; an invalid call must raise the
+//                 contract's error.
+//   unauthorized  loading the tools must fail.
+//
+// Like ts-client.mjs it prints one JSON line {"ok":...,"checks":N,...} to
+// stdout and exits 0 on success, 1 on a failed check, 2 on bad flags. What
+// the fake SearXNG and the uploaded files hold comes in through flags.
+
+import { MultiServerMCPClient } from "@langchain/mcp-adapters";
+
+const SCENARIO_TIMEOUT_MS = 60000;
+const CALL_TIMEOUT_MS = 20000;
+const SERVER = "mcpsearch";
+
+class CheckError extends Error {}
+
+function parseArgs(argv) {
+  const opts = { headers: {}, scenario: "tools", maxResults: 3 };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    if (!flag.startsWith("--") || i + 1 >= argv.length) {
+      throw new Error(`want --flag value pairs, got ${JSON.stringify(flag)}`);
+    }
+    const value = argv[++i];
+    switch (flag) {
+      case "--transport": opts.transport = value; break;
+      case "--url": opts.url = value; break;
+      case "--header": {
+        const k = value.indexOf(":");
+        if (k <= 0) throw new Error(`--header wants NAME:VALUE, got ${JSON.stringify(value)}`);
+        opts.headers[value.slice(0, k).trim()] = value.slice(k + 1).trim();
+        break;
+      }
+      case "--scenario": opts.scenario = value; break;
+      case "--web-query": opts.webQuery = value; break;
+      case "--max-results": opts.maxResults = parseInt(value, 10); break;
+      case "--expect-first-url": opts.expectFirstURL = value; break;
+      case "--conversation": opts.conversation = value; break;
+      case "--docs-query": opts.docsQuery = value; break;
+      case "--expect-file": opts.expectFile = value; break;
+      case "--expect-docs-text": opts.expectDocsText = value; break;
+      default: throw new Error(`unknown flag ${flag}`);
+    }
+  }
+  if (!["http", "sse"].includes(opts.transport)) throw new Error("--transport must be http or sse");
+  if (!opts.url) throw new Error("--url is required");
+  return opts;
+}
+
+class Checks {
+  constructor() { this.n = 0; }
+  ok(cond, msg) {
+    this.n++;
+    if (!cond) throw new CheckError(msg);
+  }
+  equal(got, want, what) {
+    this.ok(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  }
+}
+
+function newClient(opts) {
+  return new MultiServerMCPClient({
+    throwOnLoadError: true,
+    onConnectionError: "throw",
+    useStandardContentBlocks: true,
+    mcpServers: {
+      [SERVER]: {
+        transport: opts.transport,
+        url: opts.url,
+        headers: opts.headers,
+        // The server speaks the transport it was asked for; a silent
+        // fallback to SSE would hide a broken streamable HTTP endpoint.
+        ...(opts.transport === "http" ? { automaticSSEFallback: false } : {}),
+      },
+    },
+  });
+}
+
+// invoke calls tool as an agent's tool node does, with a tool call whose
+// id is id, and returns the ToolMessage.
+function invoke(tool, id, args) {
+  return tool.invoke({ type: "tool_call", id, name: tool.name, args }, { timeout: CALL_TIMEOUT_MS });
+}
+
+// structured returns the structured content the adapter keeps next to the
+// text: on a single text block it rides along on the block, and it is always
+// in the message's artifacts.
+function structured(msg) {
+  const fromArtifact = (msg.artifact ?? []).find((a) => a?.type === "mcp_structured_content")?.data;
+  if (fromArtifact) return fromArtifact;
+  const blocks = Array.isArray(msg.content) ? msg.content : [];
+  return blocks.find((b) => b?.structuredContent)?.structuredContent;
+}
+
+function text(msg) {
+  if (typeof msg.content === "string") return msg.content;
+  return (msg.content ?? []).filter((b) => b?.type === "text").map((b) => b.text).join("\n");
+}
+
+const scenarios = {
+  async tools(check, client, opts, details) {
+    const tools = await client.getTools();
+    const names = tools.map((t) => t.name).sort();
+    details.tools = names;
+    for (const want of ["get_chunk", "list_files", "search_docs", "web_search"]) {
+      check.ok(names.includes(want), `tools ${JSON.stringify(names)} lack ${want}`);
+    }
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    check.ok(byName.web_search.description.includes("SearXNG"), "web_search has lost its description");
+
+    if (opts.webQuery) {
+      const msg = await invoke(byName.web_search, "call_web", { query: opts.webQuery, max_results: opts.maxResults });
+      check.equal(msg.tool_call_id, "call_web", "ToolMessage.tool_call_id");
+      check.ok(msg.status !== "error", `web_search failed: ${text(msg).slice(0, 300)}`);
+      const sc = structured(msg);
+      check.ok(sc && Array.isArray(sc.results), `web_search ToolMessage has no structured results: ${JSON.stringify(msg).slice(0, 500)}`);
+      check.equal(sc.query, opts.webQuery, "structured query");
+      check.equal(sc.results.length, opts.maxResults, "number of results");
+      if (opts.expectFirstURL) {
+        check.equal(sc.results[0].url, opts.expectFirstURL, "results[0].url");
+        // The model reads the text, so the URL must be in it too.
+        check.ok(text(msg).includes(opts.expectFirstURL), `the text the model reads lacks ${opts.expectFirstURL}`);
+      }
+      details.web_results = sc.results.length;
+    }
+
+    if (opts.docsQuery) {
+      const msg = await invoke(byName.search_docs, "call_docs", { query: opts.docsQuery, conversation_id: opts.conversation });
+      check.ok(msg.status !== "error", `search_docs failed: ${text(msg).slice(0, 300)}`);
+      const sc = structured(msg);
+      check.ok(sc && Array.isArray(sc.chunks), `search_docs ToolMessage has no structured chunks: ${JSON.stringify(msg).slice(0, 500)}`);
+      check.ok(sc.chunks.length > 0, `search_docs found nothing for ${JSON.stringify(opts.docsQuery)}`);
+      const top = sc.chunks[0];
+      check.equal(top.file_name, opts.expectFile, "chunks[0].file_name");
+      if (opts.expectDocsText) {
+        check.ok(top.content.toLowerCase().includes(opts.expectDocsText.toLowerCase()),
+          `chunks[0].content lacks ${JSON.stringify(opts.expectDocsText)}: ${top.content.slice(0, 300)}`);
+        check.ok(text(msg).toLowerCase().includes(opts.expectDocsText.toLowerCase()), "the text the model reads lacks the passage");
+      }
+      check.ok(typeof top.chunk_id === "string" && top.chunk_id !== "", "chunks[0] has no chunk_id");
+
+      // get_chunk opens what search_docs found.
+      const opened = structured(await invoke(byName.get_chunk, "call_chunk", { chunk_id: top.chunk_id }));
+      check.equal(opened?.content, top.content, "get_chunk content");
+      check.equal(opened?.metadata?.file_name, opts.expectFile, "get_chunk metadata.file_name");
+      details.docs_chunks = sc.chunks.length;
+    }
+
+    // A call the server refuses becomes a ToolException carrying the
+    // contract's error, which the agent sees instead of a result.
+    let thrown;
+    try {
+      await byName.web_search.invoke({ query: "x", time_range: "decade" }, { timeout: CALL_TIMEOUT_MS });
+    } catch (e) {
+      thrown = e;
+    }
+    check.ok(thrown, "an invalid web_search did not fail");
+    check.ok(/TOOL_ERROR/.test(thrown.message) && /decade/.test(thrown.message),
+      `the failure does not carry the contract's error: ${thrown.message}`);
+  },
+
+  async unauthorized(check, client, opts, details) {
+    let thrown;
+    try {
+      await client.getTools();
+    } catch (e) {
+      thrown = e;
+    }
+    check.ok(thrown, "getTools succeeded; want it refused");
+    details.error = `${thrown.name}: ${thrown.message}`;
+    check.ok(/401|auth/i.test(thrown.message), `the failure does not say the key was refused: ${thrown.message}`);
+    if (opts.transport === "http") {
+      // Over streamable HTTP the SDK quotes the refusal's body.
+      check.ok(thrown.message.includes("AUTH_ERROR"), `the failure does not carry the AUTH_ERROR body: ${thrown.message}`);
+    }
+  },
+};
+
+async function main() {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`langchain-client: ${e.message}\n`);
+    process.exit(2);
+  }
+  const run = scenarios[opts.scenario];
+  if (!run) {
+    process.stderr.write(`langchain-client: unknown scenario ${opts.scenario}; want one of ${Object.keys(scenarios).join(", ")}\n`);
+    process.exit(2);
+  }
+  const report = { scenario: opts.scenario, transport: opts.transport, ok: false, checks: 0, details: {} };
+  const check = new Checks();
+  const watchdog = setTimeout(() => {
+    report.error = `scenario did not finish within ${SCENARIO_TIMEOUT_MS} ms`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.exit(1);
+  }, SCENARIO_TIMEOUT_MS);
+  watchdog.unref();
+
+  const client = newClient(opts);
+  let failure;
+  try {
+    await run(check, client, opts, report.details);
+  } catch (e) {
+    failure = e;
+  }
+  try {
+    await client.close();
+  } catch (e) {
+    failure ??= e;
+  }
+  report.checks = check.n;
+  if (failure) {
+    report.error = failure instanceof CheckError ? failure.message : `${failure.name}: ${failure.message}`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.stderr.write(`langchain-client: ${opts.scenario} over ${opts.transport} failed: ${report.error}\n`);
+    if (!(failure instanceof CheckError) && failure.stack) process.stderr.write(failure.stack + "\n");
+    process.exit(1);
+  }
+  report.ok = true;
+  process.stdout.write(JSON.stringify(report) + "\n");
+  process.exit(0);
+}
+
+main();
