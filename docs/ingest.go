@@ -280,9 +280,20 @@ func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
 	return File{}, false, fmt.Errorf("docs: record upload %s: %w: the file kept changing, try again", up.fileName, ErrBusy)
 }
 
-// process extracts, chunks, embeds and stores a claimed file, or marks it
-// failed.
+// process processes a claimed file and counts the outcome in IngestStats; a
+// file deleted meanwhile is not counted.
 func (s *Store) process(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
+	start := time.Now()
+	f, err := s.processFile(ctx, f, mimeType, data)
+	if !errors.Is(err, ErrNotFound) {
+		s.counters.done(f, err == nil, time.Since(start))
+	}
+	return f, err
+}
+
+// processFile extracts, chunks, embeds and stores a claimed file, or marks
+// it failed.
+func (s *Store) processFile(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
 	emb := s.Embedder()
 	doc, chunks, err := s.split(ctx, mimeType, data)
 	var vecs [][]float32

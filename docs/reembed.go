@@ -29,6 +29,9 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 	if to == nil {
 		return errors.New("docs: reembed: nil embedder")
 	}
+	if err := s.checkOpen("docs: reembed"); err != nil {
+		return err
+	}
 	if err := checkEmbedder(to); err != nil {
 		return fmt.Errorf("docs: reembed: %w", err)
 	}

@@ -87,6 +87,8 @@ type Store struct {
 	workers    sync.WaitGroup
 	closeOnce  sync.Once
 
+	counters ingestCounters
+
 	// forceExactFallback makes vector search behave as on pgvector < 0.8;
 	// tests set it to exercise that path.
 	forceExactFallback bool

@@ -729,3 +729,29 @@ func TestOpenRejectsBadSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestIngestStats(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, Options{})
+	ctx := context.Background()
+	if got := s.IngestStats(); got != (IngestStats{}) {
+		t.Fatalf("stats of a new store = %+v, want zero", got)
+	}
+	data := []byte(prose(4, 500))
+	ready, err := s.Ingest(ctx, "stats", "a.txt", "", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A duplicate is not processed again, so it is not counted.
+	if _, err := s.Ingest(ctx, "stats", "again.txt", "", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(ctx, "stats", "empty.md", "", []byte("   \n\n ")); !errors.Is(err, ErrProcessing) {
+		t.Fatalf("ingest of an empty file = %v, want ErrProcessing", err)
+	}
+	got := s.IngestStats()
+	if got.Ready != 1 || got.Failed != 1 || got.Chunks != int64(ready.ChunkCount) || got.Chunks == 0 ||
+		got.Bytes != int64(len(data)) || got.Pages != 0 || got.Duration <= 0 || got.Queued != 0 {
+		t.Errorf("stats = %+v; want 1 ready (%d chunks, %d bytes), 1 failed, time spent", got, ready.ChunkCount, len(data))
+	}
+}

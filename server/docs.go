@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
 )
 
 // SearchDocsInput is the search_docs tool's arguments.
@@ -274,6 +275,11 @@ func docsError(err error) *ToolError {
 		return &ToolError{Code: CodeToolError, Message: "the document store is unavailable right now: " + err.Error(), Retryable: true}
 	case errors.Is(err, docs.ErrSchemaOutdated):
 		return &ToolError{Code: CodeToolError, Message: err.Error()}
+	case errors.Is(err, docs.ErrClosed):
+		// Another replica, or this one after a restart, can answer.
+		return &ToolError{Code: CodeToolError, Message: "the server is shutting down; call again", Retryable: true}
+	case errors.Is(err, embed.ErrUnavailable):
+		return &ToolError{Code: CodeToolError, Message: "the embedding service is unavailable right now: " + err.Error(), Retryable: true}
 	}
 	return nil
 }

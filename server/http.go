@@ -45,7 +45,7 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
-	return mux
+	return s.withRequestLog(mux)
 }
 
 // ServeHTTP listens on the configured address until ctx is done, then

@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcpsearch/mcpsearch/docs"
 )
 
 // metrics are the Prometheus series of one Server, on a registry of its
@@ -65,7 +67,8 @@ func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 }
 
-// registerDeps exports the state of the audit queue and the database pool.
+// registerDeps exports the state of the audit queue, the database pool and
+// document ingestion.
 func (s *Server) registerDeps() {
 	if w := s.deps.Audit; w != nil {
 		s.metrics.reg.MustRegister(
@@ -93,5 +96,42 @@ func (s *Server) registerDeps() {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
 				func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
 		)
+		s.metrics.reg.MustRegister(ingestCollector{st})
 	}
+}
+
+// ingestCollector exports the document store's processing counters. One
+// collector reads IngestStats once per scrape, so the series agree.
+type ingestCollector struct{ st *docs.Store }
+
+var (
+	ingestFilesDesc = prometheus.NewDesc("mcpsearch_ingest_files_total",
+		"Uploaded files processed by this process, by outcome (ready or failed).", []string{"status"}, nil)
+	ingestChunksDesc = prometheus.NewDesc("mcpsearch_ingest_chunks_total",
+		"Chunks stored from files that became ready.", nil, nil)
+	ingestPagesDesc = prometheus.NewDesc("mcpsearch_ingest_pages_total",
+		"PDF pages of files that became ready.", nil, nil)
+	ingestBytesDesc = prometheus.NewDesc("mcpsearch_ingest_bytes_total",
+		"Bytes of files that became ready.", nil, nil)
+	ingestSecondsDesc = prometheus.NewDesc("mcpsearch_ingest_processing_seconds_total",
+		"Time spent extracting, chunking, embedding and storing files.", nil, nil)
+	ingestQueuedDesc = prometheus.NewDesc("mcpsearch_ingest_queue_depth",
+		"Uploaded files waiting for a worker.", nil, nil)
+)
+
+func (ingestCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc} {
+		ch <- d
+	}
+}
+
+func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.st.IngestStats()
+	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Ready), docs.StatusReady)
+	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Failed), docs.StatusFailed)
+	ch <- prometheus.MustNewConstMetric(ingestChunksDesc, prometheus.CounterValue, float64(st.Chunks))
+	ch <- prometheus.MustNewConstMetric(ingestPagesDesc, prometheus.CounterValue, float64(st.Pages))
+	ch <- prometheus.MustNewConstMetric(ingestBytesDesc, prometheus.CounterValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(ingestSecondsDesc, prometheus.CounterValue, st.Duration.Seconds())
+	ch <- prometheus.MustNewConstMetric(ingestQueuedDesc, prometheus.GaugeValue, float64(st.Queued))
 }

@@ -144,7 +144,8 @@ func errorCode(r *mcp.CallToolResult) string {
 }
 
 func (s *Server) logCall(ctx context.Context, transport string, call *mcp.CallToolRequest, res mcp.Result, err error, took time.Duration) {
-	attrs := []any{"tool", call.Params.Name, "ms", took.Milliseconds(), "transport", transport}
+	attrs := []any{"tool", call.Params.Name, "ms", took.Milliseconds(), "transport", transport,
+		"request_id", callRequestID(call)}
 	if ss := call.Session; ss != nil && ss.ID() != "" {
 		attrs = append(attrs, "session", ss.ID())
 	}

@@ -312,3 +312,48 @@ func TestAuditRows(t *testing.T) {
 		t.Errorf("rows by transport and outcome: %v", got)
 	}
 }
+
+func TestIngestMetricsMove(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	scrape := func() string {
+		resp, err := http.Get(h.http.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	before := scrape()
+	for _, want := range []string{`mcpsearch_ingest_files_total{status="ready"} 0`, `mcpsearch_ingest_queue_depth 0`} {
+		if !strings.Contains(before, want) {
+			t.Errorf("metrics before any upload lack %s", want)
+		}
+	}
+	resp := upload(t, h.http.URL, "metrics", map[string][]byte{
+		"notes.md":   []byte("# Notes\n\nThe ingestion counters move when a file is processed.\n"),
+		"blank.html": []byte("<html><body>  </body></html>"),
+	}, nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st := h.store.IngestStats(); st.Ready+st.Failed < 2; st = h.store.IngestStats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("files not processed in time: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	after := scrape()
+	for _, want := range []string{
+		`mcpsearch_ingest_files_total{status="ready"} 1`,
+		`mcpsearch_ingest_files_total{status="failed"} 1`,
+		`mcpsearch_ingest_chunks_total 1`,
+		`mcpsearch_ingest_bytes_total 63`,
+	} {
+		if !strings.Contains(after, want) {
+			t.Errorf("metrics after the uploads lack %s", want)
+		}
+	}
+}

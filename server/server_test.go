@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -344,6 +347,11 @@ func TestToolErrorMapping(t *testing.T) {
 		{searxng.ErrTimeout, CodeTimeout, true},
 		{searxng.ErrUnreachable, CodeToolError, true},
 		{searxng.ErrFormatDisabled, CodeToolError, false},
+		{fmt.Errorf("docs: search: %w", docs.ErrUnavailable), CodeToolError, true},
+		{fmt.Errorf("docs: search: %w", docs.ErrClosed), CodeToolError, true},
+		{fmt.Errorf("docs: get chunk: %w", docs.ErrInvalidID), CodeToolError, false},
+		{fmt.Errorf("embed: ollama: %w", embed.ErrUnavailable), CodeToolError, true},
+		{fmt.Errorf("x: %w", errForbiddenConversation), CodeAuthError, false},
 		{errors.New("anything else"), CodeToolError, false},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,50 @@
+package docs
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// IngestStats counts the files this Store has processed since Open, for
+// monitoring. Duplicates, which are not processed again, are not counted.
+type IngestStats struct {
+	// Queued is the number of submitted files waiting for a worker.
+	Queued int
+	// Ready and Failed count processed files by outcome.
+	Ready, Failed int64
+	// Chunks, Pages and Bytes are the totals of the ready files.
+	Chunks, Pages, Bytes int64
+	// Duration is the time spent processing files, ready or failed.
+	Duration time.Duration
+}
+
+// ingestCounters are the atomics behind IngestStats.
+type ingestCounters struct {
+	ready, failed, chunks, pages, bytes, nanos atomic.Int64
+}
+
+func (c *ingestCounters) done(f File, ok bool, took time.Duration) {
+	c.nanos.Add(int64(took))
+	if !ok {
+		c.failed.Add(1)
+		return
+	}
+	c.ready.Add(1)
+	c.chunks.Add(int64(f.ChunkCount))
+	c.pages.Add(int64(f.PageCount))
+	c.bytes.Add(f.SizeBytes)
+}
+
+// IngestStats returns the processing counters of this Store.
+func (s *Store) IngestStats() IngestStats {
+	c := &s.counters
+	return IngestStats{
+		Queued:   len(s.slots),
+		Ready:    c.ready.Load(),
+		Failed:   c.failed.Load(),
+		Chunks:   c.chunks.Load(),
+		Pages:    c.pages.Load(),
+		Bytes:    c.bytes.Load(),
+		Duration: time.Duration(c.nanos.Load()),
+	}
+}
