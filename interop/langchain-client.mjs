@@ -23,11 +23,11 @@
 
 import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 
+import { closing, runMain } from "./scenario.mjs";
+
 const SCENARIO_TIMEOUT_MS = 60000;
 const CALL_TIMEOUT_MS = 20000;
 const SERVER = "mcpsearch";
-
-class CheckError extends Error {}
 
 function parseArgs(argv) {
   const opts = { headers: {}, scenario: "tools", maxResults: 3 };
@@ -60,17 +60,6 @@ function parseArgs(argv) {
   if (!["http", "sse"].includes(opts.transport)) throw new Error("--transport must be http or sse");
   if (!opts.url) throw new Error("--url is required");
   return opts;
-}
-
-class Checks {
-  constructor() { this.n = 0; }
-  ok(cond, msg) {
-    this.n++;
-    if (!cond) throw new CheckError(msg);
-  }
-  equal(got, want, what) {
-    this.ok(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
-  }
 }
 
 function newClient(opts) {
@@ -191,51 +180,11 @@ const scenarios = {
   },
 };
 
-async function main() {
-  let opts;
-  try {
-    opts = parseArgs(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`langchain-client: ${e.message}\n`);
-    process.exit(2);
-  }
-  const run = scenarios[opts.scenario];
-  if (!run) {
-    process.stderr.write(`langchain-client: unknown scenario ${opts.scenario}; want one of ${Object.keys(scenarios).join(", ")}\n`);
-    process.exit(2);
-  }
-  const report = { scenario: opts.scenario, transport: opts.transport, ok: false, checks: 0, details: {} };
-  const check = new Checks();
-  const watchdog = setTimeout(() => {
-    report.error = `scenario did not finish within ${SCENARIO_TIMEOUT_MS} ms`;
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.exit(1);
-  }, SCENARIO_TIMEOUT_MS);
-  watchdog.unref();
-
+// drive loads the tools through MultiServerMCPClient, runs the scenario and
+// closes the client.
+async function drive(opts, run, check, details) {
   const client = newClient(opts);
-  let failure;
-  try {
-    await run(check, client, opts, report.details);
-  } catch (e) {
-    failure = e;
-  }
-  try {
-    await client.close();
-  } catch (e) {
-    failure ??= e;
-  }
-  report.checks = check.n;
-  if (failure) {
-    report.error = failure instanceof CheckError ? failure.message : `${failure.name}: ${failure.message}`;
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.stderr.write(`langchain-client: ${opts.scenario} over ${opts.transport} failed: ${report.error}\n`);
-    if (!(failure instanceof CheckError) && failure.stack) process.stderr.write(failure.stack + "\n");
-    process.exit(1);
-  }
-  report.ok = true;
-  process.stdout.write(JSON.stringify(report) + "\n");
-  process.exit(0);
+  await closing(() => run(check, client, opts, details), () => client.close());
 }
 
-main();
+runMain("langchain-client", { argv: process.argv.slice(2), parseArgs, scenarios, drive, timeoutMs: SCENARIO_TIMEOUT_MS });

@@ -25,11 +25,11 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
+import { CheckError, closing, runMain } from "./scenario.mjs";
+
 const TOOL = "web_search";
 const CALL_TIMEOUT_MS = 20000;
 const SCENARIO_TIMEOUT_MS = 60000;
-
-class CheckError extends Error {}
 
 function parseArgs(argv) {
   const opts = { args: [], env: {}, headers: {}, scenario: "basic", query: "mcp interop", maxResults: 3 };
@@ -107,18 +107,6 @@ function newTransport(opts) {
       return new SSEClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
     default:
       return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
-  }
-}
-
-// Checks counts what was verified, so the report shows the scenario did work.
-class Checks {
-  constructor() { this.n = 0; }
-  ok(cond, msg) {
-    this.n++;
-    if (!cond) throw new CheckError(msg);
-  }
-  equal(got, want, what) {
-    this.ok(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
   }
 }
 
@@ -325,67 +313,26 @@ const scenarios = {
 // selfConnecting are the scenarios that test the handshake itself.
 const selfConnecting = new Set(["unauthorized"]);
 
-async function main() {
-  let opts;
-  try {
-    opts = parseArgs(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`ts-client: ${e.message}\n`);
-    process.exit(2);
-  }
-  const run = scenarios[opts.scenario];
-  if (!run) {
-    process.stderr.write(`ts-client: unknown scenario ${opts.scenario}; want one of ${Object.keys(scenarios).join(", ")}\n`);
-    process.exit(2);
-  }
-  const report = { scenario: opts.scenario, transport: opts.transport, ok: false, checks: 0, details: {} };
-  const check = new Checks();
-  const watchdog = setTimeout(() => {
-    report.error = `scenario did not finish within ${SCENARIO_TIMEOUT_MS} ms`;
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.stderr.write(`ts-client: ${opts.scenario} over ${opts.transport}: ${report.error}\n`);
-    process.exit(1);
-  }, SCENARIO_TIMEOUT_MS);
-  watchdog.unref();
-
+// drive connects the TypeScript SDK client (unless the scenario tests the
+// handshake itself), runs the scenario and ends the session.
+async function drive(opts, run, check, details) {
   const client = new Client({ name: "mcpsearch-interop-ts", version: "1.0.0" });
   const transport = newTransport(opts);
-  let failure;
-  try {
+  await closing(async () => {
     if (!selfConnecting.has(opts.scenario)) {
       await client.connect(transport);
     }
-    await run(check, client, opts, report.details, transport);
+    await run(check, client, opts, details, transport);
     if (transport.protocolVersion) {
-      report.details.protocolVersion = transport.protocolVersion;
+      details.protocolVersion = transport.protocolVersion;
     }
     if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
       // Ending the session explicitly is what a well-behaved client does;
       // the server must accept it.
       await transport.terminateSession();
-      report.details.session_terminated = true;
+      details.session_terminated = true;
     }
-  } catch (e) {
-    failure = e;
-  }
-  try {
-    await client.close();
-  } catch (e) {
-    failure ??= e;
-  }
-  report.checks = check.n;
-  if (failure) {
-    report.error = failure instanceof CheckError ? failure.message : `${failure.name}: ${failure.message}`;
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.stderr.write(`ts-client: ${opts.scenario} over ${opts.transport} failed: ${report.error}\n`);
-    if (!(failure instanceof CheckError) && failure.stack) {
-      process.stderr.write(failure.stack + "\n");
-    }
-    process.exit(1);
-  }
-  report.ok = true;
-  process.stdout.write(JSON.stringify(report) + "\n");
-  process.exit(0);
+  }, () => client.close());
 }
 
-main();
+runMain("ts-client", { argv: process.argv.slice(2), parseArgs, scenarios, drive, timeoutMs: SCENARIO_TIMEOUT_MS });

@@ -1,0 +1,81 @@
+// scenario.mjs is what the Node clients of the interop tests share: the
+// checks a scenario makes and the run of one scenario, which prints one JSON
+// report line to stdout and sets the exit status (0 success, 1 a failed
+// check or error, 2 bad flags).
+
+// CheckError is a failed check, as opposed to a client or server error.
+export class CheckError extends Error {}
+
+// Checks counts what was verified, so the report shows the scenario did work.
+export class Checks {
+  constructor() { this.n = 0; }
+  ok(cond, msg) {
+    this.n++;
+    if (!cond) throw new CheckError(msg);
+  }
+  equal(got, want, what) {
+    this.ok(got === want, `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  }
+}
+
+// runMain parses argv with parseArgs, picks the scenario opts.scenario names
+// and hands it to drive(opts, run, check, details), which connects a client,
+// calls run and closes the client, also when run fails. The whole scenario
+// must end within timeoutMs.
+export async function runMain(name, { argv, parseArgs, scenarios, drive, timeoutMs }) {
+  let opts;
+  try {
+    opts = parseArgs(argv);
+  } catch (e) {
+    process.stderr.write(`${name}: ${e.message}\n`);
+    process.exit(2);
+  }
+  const run = scenarios[opts.scenario];
+  if (!run) {
+    process.stderr.write(`${name}: unknown scenario ${opts.scenario}; want one of ${Object.keys(scenarios).join(", ")}\n`);
+    process.exit(2);
+  }
+  const report = { scenario: opts.scenario, transport: opts.transport, ok: false, checks: 0, details: {} };
+  const check = new Checks();
+  const watchdog = setTimeout(() => {
+    report.error = `scenario did not finish within ${timeoutMs} ms`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.stderr.write(`${name}: ${opts.scenario} over ${opts.transport}: ${report.error}\n`);
+    process.exit(1);
+  }, timeoutMs);
+  watchdog.unref();
+
+  try {
+    await drive(opts, run, check, report.details);
+  } catch (failure) {
+    report.checks = check.n;
+    report.error = failure instanceof CheckError ? failure.message : `${failure.name}: ${failure.message}`;
+    process.stdout.write(JSON.stringify(report) + "\n");
+    process.stderr.write(`${name}: ${opts.scenario} over ${opts.transport} failed: ${report.error}\n`);
+    if (!(failure instanceof CheckError) && failure.stack) {
+      process.stderr.write(failure.stack + "\n");
+    }
+    process.exit(1);
+  }
+  report.checks = check.n;
+  report.ok = true;
+  process.stdout.write(JSON.stringify(report) + "\n");
+  process.exit(0);
+}
+
+// closing runs body, then close, and throws the first error of the two: a
+// client must be closed whatever happened, and a failing close is a failure.
+export async function closing(body, close) {
+  let failure;
+  try {
+    await body();
+  } catch (e) {
+    failure = e;
+  }
+  try {
+    await close();
+  } catch (e) {
+    failure ??= e;
+  }
+  if (failure) throw failure;
+}
