@@ -55,6 +55,9 @@ type Config struct {
 	ChunkOverlap int
 	MaxFileBytes int64
 	Workers      int
+	// VectorWeight is the weight of vector similarity against keywords in
+	// hybrid search; 0 means auto (see HybridVectorWeight).
+	VectorWeight float64
 
 	// Auth is "" (keys when any are configured), "keys" or "none".
 	Auth           string
@@ -167,6 +170,24 @@ func vars() []envVar {
 			c.MaxFileBytes = n << 20
 			return nil
 		}, func(c *Config) string { return strconv.FormatInt(c.MaxFileBytes>>20, 10) }},
+		{"MCP_docs_vector_weight", "vector-weight", "weight of vector similarity against keywords (1) in hybrid search_docs: auto (1/3 with the local embedder, 1 otherwise) or a number above 0 up to 10", func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if strings.EqualFold(v, "auto") {
+				c.VectorWeight = 0
+				return nil
+			}
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(w > 0 && w <= maxVectorWeight) {
+				return fmt.Errorf("want auto or a number above 0 up to %d, got %q", maxVectorWeight, v)
+			}
+			c.VectorWeight = w
+			return nil
+		}, func(c *Config) string {
+			if c.VectorWeight == 0 {
+				return "auto"
+			}
+			return strconv.FormatFloat(c.VectorWeight, 'g', -1, 64)
+		}},
 		{"MCP_docs_workers", "workers", "files processed at once by the upload worker pool", intField(func(c *Config) *int { return &c.Workers }), func(c *Config) string { return strconv.Itoa(c.Workers) }},
 		{"MCP_auth", "auth", "access control of the HTTP transports: keys, or none to serve without keys beyond loopback", func(c *Config, v string) error {
 			c.Auth = strings.ToLower(strings.TrimSpace(v))
@@ -570,4 +591,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// maxVectorWeight matches docs.MaxVectorWeight.
+const maxVectorWeight = 10
+
+// localVectorWeight is the hybrid weight of the built-in hashing embedder:
+// with the keyword ranking weighted three times as much, hybrid search beat
+// equal weights on both evaluation sets measured (nDCG@10 0.344 against
+// 0.328 on Cranfield, 0.806 against 0.760 on the shipped minibeir), and
+// came level with BM25 alone (0.341 and 0.823), which equal weights fell
+// short of.
+const localVectorWeight = 1.0 / 3
+
+// HybridVectorWeight is the weight hybrid search gives vector similarity,
+// keywords weighing 1: the configured one, or with auto 1/3 for the local
+// embedder, whose hashed features carry no meaning BM25 lacks, and 1 (plain
+// reciprocal rank fusion) for a real embedding model.
+func (c Config) HybridVectorWeight() float64 {
+	switch {
+	case c.VectorWeight > 0:
+		return c.VectorWeight
+	case c.EmbedProvider == "local":
+		return localVectorWeight
+	}
+	return 1
 }

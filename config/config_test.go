@@ -3,6 +3,8 @@ package config
 import (
 	"flag"
 	"io"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,30 @@ func TestEnvAndFlags(t *testing.T) {
 	}
 }
 
+func TestHybridVectorWeight(t *testing.T) {
+	tests := []struct {
+		vars map[string]string
+		args []string
+		want float64
+	}{
+		{nil, nil, localVectorWeight},
+		{map[string]string{"MCP_embed_provider": "openai", "MCP_embed_base_url": "http://embed:8000/v1", "MCP_embed_model": "m"}, nil, 1},
+		{map[string]string{"MCP_embed_provider": "ollama", "MCP_embed_model": "nomic-embed-text"}, nil, 1},
+		{map[string]string{"MCP_docs_vector_weight": "0.5"}, nil, 0.5},
+		{map[string]string{"MCP_docs_vector_weight": "2"}, []string{"--vector-weight", "AUTO"}, localVectorWeight},
+		{nil, []string{"--vector-weight", "10"}, 10},
+	}
+	for _, tt := range tests {
+		c, err := load(t, tt.vars, tt.args...)
+		if err != nil {
+			t.Fatalf("%v %v: %v", tt.vars, tt.args, err)
+		}
+		if got := c.HybridVectorWeight(); got != tt.want {
+			t.Errorf("%v %v: HybridVectorWeight() = %v, want %v", tt.vars, tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestBadValuesNameTheVariable(t *testing.T) {
 	tests := []struct {
 		vars map[string]string
@@ -72,6 +98,9 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"MCP_web_search_timeout_ms": "soon"}, nil, "MCP_web_search_timeout_ms"},
+		{map[string]string{"MCP_docs_vector_weight": "0"}, nil, "MCP_docs_vector_weight"},
+		{map[string]string{"MCP_docs_vector_weight": "11"}, nil, "MCP_docs_vector_weight"},
+		{nil, []string{"--vector-weight", "heavy"}, "auto or a number"},
 		{map[string]string{"MCP_web_search_enabled": "perhaps"}, nil, "MCP_web_search_enabled"},
 		{map[string]string{"MCP_rate_limit_burst": "-3"}, nil, "MCP_rate_limit_burst"},
 		{map[string]string{"MCP_web_search_searxng_url": "searx:8080"}, nil, "MCP_web_search_searxng_url"},
@@ -111,5 +140,44 @@ func TestDescribeRedactsSecrets(t *testing.T) {
 	}
 	if !strings.Contains(all.String(), "DATABASE_URL=postgres://u:xxxxx@db/x") {
 		t.Errorf("database URL not shown redacted:\n%s", all.String())
+	}
+}
+
+// TestREADMEConfigurationTable keeps the README's configuration table in
+// step with the settings: every variable and flag is documented under its
+// own name, and the table names nothing that does not exist.
+func TestREADMEConfigurationTable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "| environment | flag | default | meaning |")
+	if !ok {
+		t.Fatal("README has no configuration table")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	documented := map[string]string{} // variable -> its row
+	for _, row := range strings.Split(table, "\n") {
+		for _, name := range regexp.MustCompile("`((?:MCP|DATABASE)_[A-Za-z_]+)`").FindAllStringSubmatch(row, -1) {
+			documented[name[1]] = row
+		}
+	}
+	known := map[string]bool{}
+	for _, v := range vars() {
+		known[v.name] = true
+		row, ok := documented[v.name]
+		if !ok {
+			t.Errorf("README's configuration table lacks %s", v.name)
+			continue
+		}
+		if !strings.Contains(row, "`--"+v.flag+"`") {
+			t.Errorf("README row of %s does not give its flag --%s: %s", v.name, v.flag, row)
+		}
+	}
+	for name := range documented {
+		// Per-tool rate limits are a pattern, not one variable.
+		if !known[name] && !strings.HasPrefix(name, "MCP_web_search_rate_limit") {
+			t.Errorf("README documents %s, which is not a setting", name)
+		}
 	}
 }

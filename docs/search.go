@@ -177,7 +177,7 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	case Keyword:
 		ranked = kl
 	case Hybrid:
-		ranked = fuse(vl, kl, q.Threshold)
+		ranked = fuse(vl, kl, s.opts.VectorWeight, q.Threshold)
 	}
 	if len(ranked) > q.TopK {
 		ranked = ranked[:q.TopK]
@@ -448,13 +448,14 @@ const keywordSQL = `
 	FROM ranked r JOIN chunks c ON c.id = r.id
 	ORDER BY r.score DESC, r.id`
 
-// fuse merges a vector ranking and a keyword ranking by reciprocal rank
-// fusion: each list adds 1 / (rrfK + rank) to a chunk's score, rank counting
-// from 1. Chunks that matched no keyword need similarity >= threshold.
-func fuse(vector, keyword []candidate, threshold float64) []candidate {
+// fuse merges a vector ranking and a keyword ranking by weighted reciprocal
+// rank fusion: the keyword list adds 1 / (rrfK + rank) to a chunk's score
+// and the vector list vectorWeight / (rrfK + rank), rank counting from 1.
+// Chunks that matched no keyword need similarity >= threshold.
+func fuse(vector, keyword []candidate, vectorWeight, threshold float64) []candidate {
 	byID := make(map[string]*candidate, len(vector)+len(keyword))
 	var order []*candidate
-	add := func(list []candidate) {
+	add := func(list []candidate, weight float64) {
 		for i, c := range list {
 			f, ok := byID[c.id]
 			if !ok {
@@ -462,12 +463,12 @@ func fuse(vector, keyword []candidate, threshold float64) []candidate {
 				byID[c.id] = f
 				order = append(order, f)
 			}
-			f.score += 1 / float64(rrfK+i+1)
+			f.score += weight / float64(rrfK+i+1)
 			f.keyword = f.keyword || c.keyword
 		}
 	}
-	add(vector)
-	add(keyword)
+	add(vector, vectorWeight)
+	add(keyword, 1)
 	var out []candidate
 	for _, f := range order {
 		if f.keyword || f.similarity >= threshold {

@@ -463,10 +463,27 @@ func TestFuse(t *testing.T) {
 		name      string
 		vector    []candidate
 		keyword   []candidate
+		weight    float64 // of the vector list; 0 means 1
 		threshold float64
 		want      []string
 		scores    []float64
 	}{
+		{
+			name:    "a light vector list yields to keywords",
+			vector:  []candidate{c("a", 0.9), c("b", 0.8)},
+			keyword: []candidate{k("b", 0.8), k("c", 0.1)},
+			weight:  0.25,
+			want:    []string{"b", "c", "a"},
+			scores:  []float64{0.25*r(2) + r(1), r(2), 0.25 * r(1)},
+		},
+		{
+			name:    "a heavy vector list outranks keywords",
+			vector:  []candidate{c("a", 0.9)},
+			keyword: []candidate{k("c", 0.1)},
+			weight:  2,
+			want:    []string{"a", "c"},
+			scores:  []float64{2 * r(1), r(1)},
+		},
 		{
 			name:    "in both lists beats first in one",
 			vector:  []candidate{c("a", 0.9), c("b", 0.8)},
@@ -493,7 +510,11 @@ func TestFuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := fuse(tt.vector, tt.keyword, tt.threshold)
+			weight := tt.weight
+			if weight == 0 {
+				weight = 1
+			}
+			got := fuse(tt.vector, tt.keyword, weight, tt.threshold)
 			var ids []string
 			for i, g := range got {
 				ids = append(ids, g.id)

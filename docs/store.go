@@ -55,7 +55,16 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives background processing events; nil discards them.
 	Logger *slog.Logger
+	// VectorWeight is the weight of the vector ranking in Hybrid search,
+	// the keyword ranking's being 1: zero means 1, plain reciprocal rank
+	// fusion. A weak embedder (the local one) is better given less weight
+	// than BM25; see DefaultVectorWeight. At most MaxVectorWeight.
+	VectorWeight float64
 }
+
+// MaxVectorWeight bounds Options.VectorWeight: beyond it the keyword ranking
+// would only break ties, and Vector mode is the way to ask for that.
+const MaxVectorWeight = 10
 
 // Store is the document store. It is safe for concurrent use.
 type Store struct {
@@ -114,6 +123,12 @@ func Open(ctx context.Context, databaseURL string, emb embed.Embedder, opts Opti
 	}
 	if err := opts.Chunk.Validate(); err != nil {
 		return nil, fmt.Errorf("docs: open: %w", err)
+	}
+	if opts.VectorWeight < 0 || opts.VectorWeight > MaxVectorWeight {
+		return nil, fmt.Errorf("docs: open: vector weight %g is outside 0..%d", opts.VectorWeight, MaxVectorWeight)
+	}
+	if opts.VectorWeight == 0 {
+		opts.VectorWeight = 1
 	}
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = extract.DefaultMaxBytes

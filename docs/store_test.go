@@ -720,6 +720,8 @@ func TestOpenRejectsBadSettings(t *testing.T) {
 		{"backslash in model", "postgres://127.0.0.1/db", wordEmbedder{model: `a\b`, dims: 8}, Options{}},
 		{"zero dimensions", "postgres://127.0.0.1/db", wordEmbedder{model: "m", dims: 0}, Options{}},
 		{"chunk overlap too large", "postgres://127.0.0.1/db", local, Options{Chunk: chunk.Options{Size: 200, Overlap: 150}}},
+		{"negative vector weight", "postgres://127.0.0.1/db", local, Options{VectorWeight: -1}},
+		{"vector weight too large", "postgres://127.0.0.1/db", local, Options{VectorWeight: MaxVectorWeight + 1}},
 	}
 	for _, tt := range tests {
 		s, err := Open(context.Background(), tt.url, tt.emb, tt.opts)

@@ -49,6 +49,7 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.
 		Chunk:        chunk.Options{Size: cfg.ChunkSize, Overlap: cfg.ChunkOverlap},
 		MaxFileBytes: cfg.MaxFileBytes,
 		Workers:      cfg.Workers,
+		VectorWeight: cfg.HybridVectorWeight(),
 		Logger:       log,
 	})
 	if err != nil {

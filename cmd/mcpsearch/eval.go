@@ -68,8 +68,8 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 	if err := ingestCorpus(ctx, st, conv, ds, cfg.Workers); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries\n",
-		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels))
+	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
+		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels), st.Embedder().Model(), cfg.HybridVectorWeight())
 	var results []eval.Result
 	for _, mode := range ms {
 		search := func(ctx context.Context, query string, k int) ([]string, error) {

@@ -109,15 +109,16 @@ func TestMigrateIngestEval(t *testing.T) {
 		t.Fatalf("eval: %v\n%s", err, out)
 	}
 	t.Logf("eval on minibeir:\n%s", out)
-	for _, mode := range []string{"hybrid", "vector", "keyword"} {
+	// The local embedder and BM25 are deterministic, so these floors sit
+	// just under what the modes measure (0.806, 0.688, 0.823): a change to
+	// ranking or fusion that loses quality fails here.
+	for mode, floor := range map[string]float64{"hybrid": 0.78, "vector": 0.65, "keyword": 0.80} {
 		m := regexp.MustCompile(`\|\s*` + mode + `\s*\|\s*([0-9.]+)`).FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("no %s row in:\n%s", mode, out)
 		}
-		// The dataset's exact-code queries and paraphrases are answerable;
-		// a ranking that scores below this has broken, not drifted.
-		if ndcg, _ := strconv.ParseFloat(m[1], 64); ndcg < 0.5 {
-			t.Errorf("%s nDCG@10 = %.3f, want at least 0.5", mode, ndcg)
+		if ndcg, _ := strconv.ParseFloat(m[1], 64); ndcg < floor {
+			t.Errorf("%s nDCG@10 = %.3f, want at least %.2f", mode, ndcg, floor)
 		}
 	}
 	// The scratch conversation is removed afterwards.
