@@ -57,7 +57,13 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 	}
 	// No WriteTimeout: SSE streams stay open for as long as the client
 	// listens. ReadTimeout leaves room for a large upload on a slow link.
+	// Every request's context derives from streams, which shutdown cancels
+	// to end the event streams (SSE, streamable HTTP GET) that would
+	// otherwise keep their connections busy forever.
+	streams, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return streams },
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       10 * time.Minute,
@@ -76,17 +82,43 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down")
-	// SSE streams never go idle, so give in-flight calls a moment and then
-	// close what is left.
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Shutdown stops accepting and waits for connections to go idle. The
+	// requests in flight finish first, up to shutdownGrace; then the event
+	// streams, which never go idle, are ended so that Shutdown can return.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	s.waitIdle(sctx)
+	endStreams()
+	if err := <-shut; err != nil {
 		_ = srv.Close()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// shutdownGrace bounds how long a shutdown waits for requests in flight.
+const shutdownGrace = 5 * time.Second
+
+// waitIdle returns once no MCP request is being handled, or when ctx ends.
+// Over SSE a result travels on the event stream after its handler returns,
+// so it then waits a little longer for the answer to be written.
+func (s *Server) waitIdle(ctx context.Context) {
+	const poll = 10 * time.Millisecond
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
+	}
 }
 
 // ServeStdio speaks MCP over stdin and stdout until stdin closes or ctx is

@@ -26,6 +26,8 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 
 func (s *Server) toolHandler(transport string, id identity, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		s.active.Add(1)
+		defer s.active.Add(-1)
 		ctx = withIdentity(ctx, id)
 		if method == "resources/list" && s.docsOn() {
 			// Files are listed from the database, not registered one by one.

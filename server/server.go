@@ -7,6 +7,7 @@ package server
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,11 @@ type Server struct {
 	servers  map[serverKey]*mcp.Server
 	cache    *ttlcache.Cache[string, *searxng.Response]
 	now      func() time.Time
+
+	// active counts MCP requests being handled, so that a shutdown can
+	// let them finish before it ends the event streams that carry their
+	// answers.
+	active atomic.Int64
 }
 
 // serverKey names one MCP server: a transport and, over HTTP with keys,
