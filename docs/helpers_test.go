@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -234,49 +233,6 @@ func prose(seed uint64, n int) string {
 	}
 	b.WriteByte('.')
 	return b.String()
-}
-
-// makePDF returns a valid PDF with one page per string, each drawn in
-// Helvetica with lines split at "\n".
-func makePDF(pages ...string) []byte {
-	var objs []string
-	add := func(body string) int {
-		objs = append(objs, body)
-		return len(objs)
-	}
-	catalog := add("") // filled in once the page tree's number is known
-	tree := add("")
-	font := add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
-	var kids []string
-	for _, p := range pages {
-		var content strings.Builder
-		content.WriteString("BT /F1 11 Tf 72 740 Td 14 TL\n")
-		for _, line := range strings.Split(p, "\n") {
-			esc := strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`).Replace(line)
-			fmt.Fprintf(&content, "(%s) Tj T*\n", esc)
-		}
-		content.WriteString("ET\n")
-		c := add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
-		page := add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", tree, font, c))
-		kids = append(kids, fmt.Sprintf("%d 0 R", page))
-	}
-	objs[catalog-1] = fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree)
-	objs[tree-1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(kids))
-
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, catalog, xref)
-	return b.Bytes()
 }
 
 // collect gathers errors from goroutines.

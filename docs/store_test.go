@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -47,9 +49,9 @@ func TestIngestFormats(t *testing.T) {
 		},
 		{
 			name: "pdf", fileName: "report.pdf", declared: "application/octet-stream",
-			data: makePDF(
-				"Quarterly report\n"+strings.Repeat("Revenue grew in every region and every quarter.\n", 18),
-				"Appendix\nThe lighthouse keeper logs the weather.\n"+strings.Repeat("Shipping lanes stayed open all year.\n", 8)),
+			data: pdftest.Pages(
+				append([]string{"Quarterly report"}, slices.Repeat([]string{"Revenue grew in every region and every quarter."}, 18)...),
+				append([]string{"Appendix", "The lighthouse keeper logs the weather."}, slices.Repeat([]string{"Shipping lanes stayed open all year."}, 8)...)),
 			wantMIME: extract.MIMEPDF, wantPages: 2, query: "lighthouse keeper weather", wantInHit: "lighthouse", wantPage: 2,
 		},
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
@@ -320,7 +321,7 @@ func TestDocumentsPDF(t *testing.T) {
 	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
 	tg.key = key
 	s := connectGo(t, tg)
-	pdf := makePDF(pdfPage1, pdfPage2)
+	pdf := pdftest.Pages(pdfPage1, pdfPage2)
 
 	t.Run("upload over HTTP", func(t *testing.T) {
 		const conv, name = "conv-pdf-upload", "station-report.pdf"

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 )
 
 // FuzzExtractPDF feeds arbitrary bytes to the PDF extractor. Errors are
@@ -15,9 +17,9 @@ import (
 func FuzzExtractPDF(f *testing.F) {
 	f.Add(multiPagePDF(f, false))
 	f.Add(multiPagePDF(f, true))
-	w := newTestPDF()
-	w.page("BT /F1 12 Tf 0 1 -1 0 300 100 Tm [(Rot) 40 (ated) -400 (text)] TJ ET BI /W 1 /H 1 ID \x00 EI q /X1 Do Q")
-	f.Add(w.bytes())
+	w := pdftest.New()
+	w.Page("BT /F1 12 Tf 0 1 -1 0 300 100 Tm [(Rot) 40 (ated) -400 (text)] TJ ET BI /W 1 /H 1 ID \x00 EI q /X1 Do Q")
+	f.Add(w.Bytes())
 	valid := multiPagePDF(f, false)
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte("%PDF-1.4\n%%EOF\n"))
@@ -58,10 +60,10 @@ func FuzzExtractHTML(f *testing.F) {
 // Widths array, much like a word processor's output.
 func benchmarkPDF(b *testing.B, pages int) []byte {
 	b.Helper()
-	w := newTestPDF()
-	w.compress = true
+	w := pdftest.New()
+	w.Compress = true
 	widths := strings.TrimSpace(strings.Repeat("500 ", 224))
-	w.objects[0] = fmt.Sprintf("<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 255 /Widths [%s] /Encoding /WinAnsiEncoding >>", widths)
+	w.Set(pdftest.Helvetica, fmt.Sprintf("<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 255 /Widths [%s] /Encoding /WinAnsiEncoding >>", widths))
 	words := strings.Fields("the quick brown fox jumps over the lazy dog while extraction keeps every word apart and whole")
 	for p := 0; p < pages; p++ {
 		var c strings.Builder
@@ -81,9 +83,9 @@ func benchmarkPDF(b *testing.B, pages int) []byte {
 			c.WriteString(")] TJ T*\n")
 		}
 		c.WriteString("ET\n")
-		w.page(c.String())
+		w.Page(c.String())
 	}
-	return w.bytes()
+	return w.Bytes()
 }
 
 // BenchmarkExtractPDF reports pages per second on a generated 50-page

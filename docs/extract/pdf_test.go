@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 )
 
 // checkDocument verifies the invariants every Document must hold: valid
@@ -59,6 +61,17 @@ func mustExtractPDF(t testing.TB, data []byte) *Document {
 	}
 	checkDocument(t, doc)
 	return doc
+}
+
+// multiPagePDF is a three-page document whose pages hold distinct words.
+func multiPagePDF(t testing.TB, compress bool) []byte {
+	t.Helper()
+	w := pdftest.New()
+	w.Compress = compress
+	w.TextPage("Alpha page one begins here.", "Second line of apples.")
+	w.TextPage("Bravo page two talks about bananas.")
+	w.TextPage("Charlie page three mentions cherries.", "The end.")
+	return w.Bytes()
 }
 
 func TestPDFMultiPage(t *testing.T) {
@@ -151,11 +164,11 @@ func TestPDFWordGaps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newTestPDF()
+			w := pdftest.New()
 			// F1 maps codes 1 and 2 to the fi ligatures, as TeX fonts do.
-			w.objects[0] = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding << /Type /Encoding /BaseEncoding /WinAnsiEncoding /Differences [1 /fi /ffi] >> >>"
-			w.page(tt.content)
-			doc := mustExtractPDF(t, w.bytes())
+			w.Set(pdftest.Helvetica, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding << /Type /Encoding /BaseEncoding /WinAnsiEncoding /Differences [1 /fi /ffi] >> >>")
+			w.Page(tt.content)
+			doc := mustExtractPDF(t, w.Bytes())
 			if doc.Text != tt.want {
 				t.Errorf("text = %q, want %q", doc.Text, tt.want)
 			}
@@ -184,17 +197,17 @@ end`
 // TestPDFCompositeFont reads two-byte Identity-H codes through a ToUnicode
 // CMap with bfchar and bfrange entries, and CID widths from a W array.
 func TestPDFCompositeFont(t *testing.T) {
-	w := newTestPDF()
-	cmap := w.stream("", toUnicodeCMap("<0000> <FFFF>", `2 beginbfchar
+	w := pdftest.New()
+	cmap := w.Stream("", toUnicodeCMap("<0000> <FFFF>", `2 beginbfchar
 <0001> <03A9>
 <0002> <0020>
 endbfchar
 1 beginbfrange
 <0010> <0029> <0061>
 endbfrange`), true)
-	desc := w.add("<< /Type /Font /Subtype /CIDFontType2 /BaseFont /Test /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 /W [1 [700 250]] >>")
-	t0 := w.add(fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /Test /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R >>", desc, cmap))
-	w.fonts = fmt.Sprintf("<< /F1 1 0 R /T0 %d 0 R >>", t0)
+	desc := w.Add("<< /Type /Font /Subtype /CIDFontType2 /BaseFont /Test /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 500 /W [1 [700 250]] >>")
+	t0 := w.Add(fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /Test /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R >>", desc, cmap))
+	w.Fonts = fmt.Sprintf("<< /F1 1 0 R /T0 %d 0 R >>", t0)
 	hex := func(s string) string {
 		var b strings.Builder
 		b.WriteByte('<')
@@ -211,8 +224,8 @@ endbfrange`), true)
 		b.WriteByte('>')
 		return b.String()
 	}
-	w.page(fmt.Sprintf("BT /T0 11 Tf 72 700 Td %s Tj 0 -14 Td [%s -600 %s] TJ ET", hex("greek letter Ω"), hex("omega"), hex("ends")))
-	doc := mustExtractPDF(t, w.bytes())
+	w.Page(fmt.Sprintf("BT /T0 11 Tf 72 700 Td %s Tj 0 -14 Td [%s -600 %s] TJ ET", hex("greek letter Ω"), hex("omega"), hex("ends")))
+	doc := mustExtractPDF(t, w.Bytes())
 	if want := "greek letter Ω\nomega ends"; doc.Text != want {
 		t.Errorf("text = %q, want %q", doc.Text, want)
 	}
@@ -224,33 +237,33 @@ endbfrange`), true)
 // code 10 to Ω, so "Ω" appeared at the end of text runs. Here code 10 maps to
 // Ω as in those fonts; Ω must appear only where the page really shows code 10.
 func TestPDFNoSpuriousOmega(t *testing.T) {
-	w := newTestPDF()
-	cmap := w.stream("", toUnicodeCMap("<00> <FF>", `1 beginbfchar
+	w := pdftest.New()
+	cmap := w.Stream("", toUnicodeCMap("<00> <FF>", `1 beginbfchar
 <0A> <03A9>
 endbfchar
 1 beginbfrange
 <20> <7E> <0020>
 endbfrange`), false)
 	widths := strings.TrimSpace(strings.Repeat("500 ", 256))
-	f2 := w.add(fmt.Sprintf("<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+CMR10 /FirstChar 0 /LastChar 255 /Widths [%s] /ToUnicode %d 0 R >>", widths, cmap))
-	w.fonts = fmt.Sprintf("<< /F1 1 0 R /F2 %d 0 R >>", f2)
-	w.page("BT /F2 10 Tf 72 700 Td [(Ker) -50 (ned) -400 (run)] TJ 0 -12 Td [(second run)] TJ 0 -12 Td (the letter \\012 is shown) Tj ET")
-	doc := mustExtractPDF(t, w.bytes())
+	f2 := w.Add(fmt.Sprintf("<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+CMR10 /FirstChar 0 /LastChar 255 /Widths [%s] /ToUnicode %d 0 R >>", widths, cmap))
+	w.Fonts = fmt.Sprintf("<< /F1 1 0 R /F2 %d 0 R >>", f2)
+	w.Page("BT /F2 10 Tf 72 700 Td [(Ker) -50 (ned) -400 (run)] TJ 0 -12 Td [(second run)] TJ 0 -12 Td (the letter \\012 is shown) Tj ET")
+	doc := mustExtractPDF(t, w.Bytes())
 	if want := "Kerned run\nsecond run\nthe letter Ω is shown"; doc.Text != want {
 		t.Errorf("text = %q, want %q", doc.Text, want)
 	}
 }
 
 func TestPDFFormAndInlineImage(t *testing.T) {
-	w := newTestPDF()
-	form := w.stream("/Type /XObject /Subtype /Form /BBox [0 0 612 792]", "BT /F1 12 Tf 72 600 Td (Text inside a form) Tj ET", false)
-	w.xobjects = fmt.Sprintf("<< /X1 %d 0 R >>", form)
+	w := pdftest.New()
+	form := w.Stream("/Type /XObject /Subtype /Form /BBox [0 0 612 792]", "BT /F1 12 Tf 72 600 Td (Text inside a form) Tj ET", false)
+	w.XObjects = fmt.Sprintf("<< /X1 %d 0 R >>", form)
 	// The image data holds bytes that read as PDF syntax: a string opener, a
 	// dictionary opener and an "EI" that is not delimited.
 	image := "BI /W 4 /H 4 /CS /G /BPC 8 ID \x00((<<\xffEIx\x80\x81)\x00\x01\x02\x03\x04\x05\x06 EI\n"
-	w.page("BT /F1 12 Tf 72 700 Td (Before the image) Tj ET\n" + image +
+	w.Page("BT /F1 12 Tf 72 700 Td (Before the image) Tj ET\n" + image +
 		"BT /F1 12 Tf 72 680 Td (After the image) Tj ET\nq 1 0 0 1 0 0 cm /X1 Do Q\n")
-	doc := mustExtractPDF(t, w.bytes())
+	doc := mustExtractPDF(t, w.Bytes())
 	if want := "Before the image\nAfter the image\n\nText inside a form"; doc.Text != want {
 		t.Errorf("text = %q, want %q", doc.Text, want)
 	}
@@ -298,26 +311,26 @@ func repointXref(t *testing.T, data []byte, num, other int) []byte {
 
 func TestPDFErrors(t *testing.T) {
 	valid := multiPagePDF(t, true)
-	graphics := newTestPDF()
-	graphics.page("0 0 m 100 100 l S 10 10 50 50 re f")
-	graphics.page("q 100 0 0 100 0 0 cm BI /W 2 /H 2 /CS /G /BPC 8 ID \x01\x02\x03\x04 EI Q")
-	unmapped := newTestPDF()
-	desc := unmapped.add("<< /Type /Font /Subtype /CIDFontType2 /BaseFont /NoMap /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> >>")
-	t0 := unmapped.add(fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /NoMap /Encoding /Identity-H /DescendantFonts [%d 0 R] >>", desc))
-	unmapped.fonts = fmt.Sprintf("<< /T0 %d 0 R >>", t0)
-	unmapped.page("BT /T0 12 Tf 72 700 Td <00110012> Tj ET")
+	graphics := pdftest.New()
+	graphics.Page("0 0 m 100 100 l S 10 10 50 50 re f")
+	graphics.Page("q 100 0 0 100 0 0 cm BI /W 2 /H 2 /CS /G /BPC 8 ID \x01\x02\x03\x04 EI Q")
+	unmapped := pdftest.New()
+	desc := unmapped.Add("<< /Type /Font /Subtype /CIDFontType2 /BaseFont /NoMap /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> >>")
+	t0 := unmapped.Add(fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /NoMap /Encoding /Identity-H /DescendantFonts [%d 0 R] >>", desc))
+	unmapped.Fonts = fmt.Sprintf("<< /T0 %d 0 R >>", t0)
+	unmapped.Page("BT /T0 12 Tf 72 700 Td <00110012> Tj ET")
 	tests := []struct {
 		name    string
 		data    []byte
 		want    error
 		message string
 	}{
-		{"glyphs without a character mapping", unmapped.bytes(), ErrNoText, "map none"},
+		{"glyphs without a character mapping", unmapped.Bytes(), ErrNoText, "map none"},
 		{"empty file", nil, ErrNoText, "empty file"},
 		{"not a PDF", []byte("hello, this is not a PDF"), ErrCorrupt, "no %PDF- header"},
 		{"corrupt bytes", append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte{0x8f, 0x00, '(', 'x'}, 500)...), ErrCorrupt, ""},
 		{"truncated", valid[:len(valid)/2], ErrCorrupt, ""},
-		{"graphics only", graphics.bytes(), ErrNoText, "no extractable text (scanned PDF?)"},
+		{"graphics only", graphics.Bytes(), ErrNoText, "no extractable text (scanned PDF?)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,21 +349,21 @@ func TestPDFErrors(t *testing.T) {
 // make the PDF package loop forever or allocate without bound; they must be
 // refused, and quickly.
 func TestPDFHostileStructure(t *testing.T) {
-	build := func(edit func(w *testPDF)) []byte {
-		w := newTestPDF()
-		w.textPage("Some text.")
+	build := func(edit func(w *pdftest.Builder)) []byte {
+		w := pdftest.New()
+		w.TextPage("Some text.")
 		edit(w)
-		return w.bytes()
+		return w.Bytes()
 	}
 	tests := map[string][]byte{
-		"Prev chain loops":      build(func(w *testPDF) { w.trailer = "/Prev XREF" }),
-		"Prev outside the file": build(func(w *testPDF) { w.trailer = "/Prev 999999999999" }),
-		"object stream extends itself": build(func(w *testPDF) {
-			n := len(w.objects) + 1
-			w.add(fmt.Sprintf("<< /Type /ObjStm /N 1 /First 4 /Extends %d 0 R /Length 6 >>\nstream\n1 0 1 \nendstream", n))
+		"Prev chain loops":      build(func(w *pdftest.Builder) { w.Trailer = "/Prev XREF" }),
+		"Prev outside the file": build(func(w *pdftest.Builder) { w.Trailer = "/Prev 999999999999" }),
+		"object stream extends itself": build(func(w *pdftest.Builder) {
+			n := w.Next()
+			w.Add(fmt.Sprintf("<< /Type /ObjStm /N 1 /First 4 /Extends %d 0 R /Length 6 >>\nstream\n1 0 1 \nendstream", n))
 		}),
-		"object stream with a fabricated count": build(func(w *testPDF) {
-			w.add("<< /Type /ObjStm /N 99999999999 /First 4 /Length 6 >>\nstream\n1 0 1 \nendstream")
+		"object stream with a fabricated count": build(func(w *pdftest.Builder) {
+			w.Add("<< /Type /ObjStm /N 99999999999 /First 4 /Length 6 >>\nstream\n1 0 1 \nendstream")
 		}),
 	}
 	for name, data := range tests {
@@ -368,11 +381,11 @@ func TestPDFHostileStructure(t *testing.T) {
 
 // TestPDFRepairs covers files the PDF package would refuse as they are.
 func TestPDFRepairs(t *testing.T) {
-	v2 := newTestPDF()
-	v2.version = "2.0"
-	v2.textPage("Version two document.")
+	v2 := pdftest.New()
+	v2.Version = "2.0"
+	v2.TextPage("Version two document.")
 	trailing := append(multiPagePDF(t, false), bytes.Repeat([]byte("garbage after the end\n"), 20)...)
-	for name, data := range map[string][]byte{"PDF 2.0 header": v2.bytes(), "bytes after %%EOF": trailing} {
+	for name, data := range map[string][]byte{"PDF 2.0 header": v2.Bytes(), "bytes after %%EOF": trailing} {
 		t.Run(name, func(t *testing.T) {
 			doc := mustExtractPDF(t, data)
 			if doc.Text == "" {
@@ -413,11 +426,11 @@ func TestPDFCancellation(t *testing.T) {
 }
 
 func TestPDFEmptyPagesKeepNumbers(t *testing.T) {
-	w := newTestPDF()
-	w.textPage("First.")
-	w.page("")
-	w.textPage("Third.")
-	doc := mustExtractPDF(t, w.bytes())
+	w := pdftest.New()
+	w.TextPage("First.")
+	w.Page("")
+	w.TextPage("Third.")
+	doc := mustExtractPDF(t, w.Bytes())
 	if len(doc.Pages) != 3 || pageText(t, doc, 2) != "" || !strings.HasPrefix(pageText(t, doc, 3), "Third.") {
 		t.Errorf("pages = %+v, text %q", doc.Pages, doc.Text)
 	}
