@@ -217,23 +217,29 @@ func TestLoadAPIKeys(t *testing.T) {
 	}
 }
 
+// scrapeMetrics returns the Prometheus text the server at base serves.
+func scrapeMetrics(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestMetricsMove(t *testing.T) {
 	h := newHarnessDeps(t, func(c *config.Config) { c.Transports = []string{"http"} }, nil)
 	hs := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(hs.Close)
-	scrape := func() string {
-		resp, err := http.Get(hs.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	before := scrape()
+	before := scrapeMetrics(t, hs.URL)
 	h.call(t, "web_search", map[string]any{"query": "metrics"})
 	h.call(t, "web_search", map[string]any{"query": ""})
-	after := scrape()
+	after := scrapeMetrics(t, hs.URL)
 	for _, want := range []string{
 		`mcpsearch_tool_calls_total{outcome="ok",tool="web_search",transport="stdio"} 1`,
 		`mcpsearch_tool_calls_total{outcome="TOOL_ERROR",tool="web_search",transport="stdio"} 1`,
@@ -315,16 +321,7 @@ func TestAuditRows(t *testing.T) {
 
 func TestIngestMetricsMove(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
-	scrape := func() string {
-		resp, err := http.Get(h.http.URL + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	before := scrape()
+	before := scrapeMetrics(t, h.http.URL)
 	for _, want := range []string{`mcpsearch_ingest_files_total{status="ready"} 0`, `mcpsearch_ingest_queue_depth 0`} {
 		if !strings.Contains(before, want) {
 			t.Errorf("metrics before any upload lack %s", want)
@@ -345,7 +342,7 @@ func TestIngestMetricsMove(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	after := scrape()
+	after := scrapeMetrics(t, h.http.URL)
 	for _, want := range []string{
 		`mcpsearch_ingest_files_total{status="ready"} 1`,
 		`mcpsearch_ingest_files_total{status="failed"} 1`,
