@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -212,27 +211,16 @@ func ingestFiles(ctx context.Context, env *environment, st *docs.Store, conv str
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	p := &progress{w: env.stderr, tty: tty, total: len(paths), start: time.Now()}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(paths) || ctx.Err() != nil {
-					return
-				}
-				data, err := os.ReadFile(paths[i])
-				var f docs.File
-				if err == nil {
-					f, err = st.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
-				}
-				p.file(paths[i], f, err)
-			}
-		}()
-	}
-	wg.Wait()
+	// Failures are counted by p, not returned, so every file is tried.
+	_ = forEach(ctx, len(paths), workers, func(i int) error {
+		data, err := os.ReadFile(paths[i])
+		var f docs.File
+		if err == nil {
+			f, err = st.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
+		}
+		p.file(paths[i], f, err)
+		return nil
+	})
 	secs := time.Since(p.start).Seconds()
 	fmt.Fprintf(env.stdout, "%d files (%d failed), %d pages, %d chunks in %.1fs into conversation %s\n",
 		p.done, p.failed, p.pages, p.chunks, secs, conv)

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/docs"
@@ -102,41 +100,22 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 }
 
 func ingestCorpus(ctx context.Context, st *docs.Store, conv string, ds *eval.Dataset, workers int) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ds.Corpus) || ctx.Err() != nil {
-					return
-				}
-				d := ds.Corpus[i]
-				text := d.Text
-				if d.Title != "" {
-					text = d.Title + "\n\n" + text
-				}
-				_, err := st.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
-				// A document without words cannot be found; BEIR corpora
-				// have a few, and they do not stop the run.
-				if err != nil && !errors.Is(err, extract.ErrNoText) {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("ingest document %s: %w", d.ID, err)
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	err := forEach(ctx, len(ds.Corpus), workers, func(i int) error {
+		d := ds.Corpus[i]
+		text := d.Text
+		if d.Title != "" {
+			text = d.Title + "\n\n" + text
+		}
+		_, err := st.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
+		// A document without words cannot be found; BEIR corpora have a
+		// few, and they do not stop the run.
+		if err != nil && !errors.Is(err, extract.ErrNoText) {
+			return fmt.Errorf("ingest document %s: %w", d.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return ctx.Err()
 }
