@@ -332,18 +332,27 @@ func TestOpenAIContextCancel(t *testing.T) {
 	tests := []struct {
 		name    string
 		script  fakeReply
+		backoff bool // cancel once the wait before a retry has begun
 		wantMsg string
 	}{
 		{name: "during request", script: fakeReply{Hang: true}},
-		{name: "during backoff", script: fakeReply{Status: 429, Header: map[string]string{"Retry-After": "30"}}, wantMsg: "429"},
+		{name: "during backoff", script: fakeReply{Status: 429, Header: map[string]string{"Retry-After": "30"}}, backoff: true, wantMsg: "429"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newFakeServer(t, openAIAnswer(t, 3), tt.script)
-			// The real wait is used: cancellation must cut it short.
+			// The real wait is used: cancellation must cut it short. The
+			// wrapper only tells the test that the wait has begun, so that
+			// cancelling cannot land while the 429 is still being read.
 			o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", Dimensions: 3})
 			if err != nil {
 				t.Fatal(err)
+			}
+			waiting := make(chan struct{})
+			var once sync.Once
+			o.r.http.sleep = func(ctx context.Context, d time.Duration) error {
+				once.Do(func() { close(waiting) })
+				return sleepCtx(ctx, d)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -353,6 +362,13 @@ func TestOpenAIContextCancel(t *testing.T) {
 				done <- err
 			}()
 			srv.waitRequests(t, 1)
+			if tt.backoff {
+				select {
+				case <-waiting:
+				case <-time.After(10 * time.Second):
+					t.Fatal("Embed never began to wait after the 429")
+				}
+			}
 			cancel()
 			select {
 			case err := <-done:
