@@ -16,10 +16,6 @@ import (
 	"time"
 )
 
-// ToolNames lists every tool the server can offer, in the order tools are
-// listed to clients. Per-tool settings are keyed by these names.
-var ToolNames = []string{"web_search", "search_docs", "list_files", "get_chunk"}
-
 // RateLimit is one tool's token bucket: PerMinute tokens refill per minute,
 // up to Burst tokens held at once. PerMinute 0 disables limiting.
 type RateLimit struct {
@@ -99,9 +95,6 @@ func Default() Config {
 		EmbedBatchSize:      64,
 	}
 }
-
-// LookupFunc reads one environment variable, like os.LookupEnv.
-type LookupFunc func(name string) (string, bool)
 
 // envVar binds one environment name to a field parser. Flags reuse the same
 // parsers so that a value means the same thing whichever way it arrives.
@@ -226,12 +219,18 @@ func vars() []envVar {
 	}
 }
 
-// LoadEnv applies every known environment variable to c. An error names the
-// variable and says what it should hold.
-func (c *Config) LoadEnv(lookup LookupFunc) error {
+// toolVar matches the per-tool settings MCP_<tool>_rate_limit_per_minute
+// and MCP_<tool>_rate_limit_burst. Which tools exist is the server's to
+// say: it refuses settings of a tool it does not have.
+var toolVar = regexp.MustCompile(`^MCP_(\w+?)_rate_limit_(per_minute|burst)$`)
+
+// LoadEnv applies the environment (as os.Environ gives it) to c. An error
+// names the variable and says what it should hold.
+func (c *Config) LoadEnv(environ []string) error {
+	env := parseEnviron(environ)
 	var errs []error
 	for _, v := range vars() {
-		s, ok := lookup(v.name)
+		s, ok := env[v.name]
 		if !ok || strings.TrimSpace(s) == "" {
 			continue
 		}
@@ -239,34 +238,96 @@ func (c *Config) LoadEnv(lookup LookupFunc) error {
 			errs = append(errs, fmt.Errorf("environment variable %s: %w", v.name, err))
 		}
 	}
-	for _, tool := range ToolNames {
-		for _, suffix := range []string{"_rate_limit_per_minute", "_rate_limit_burst"} {
-			name := "MCP_" + tool + suffix
-			s, ok := lookup(name)
-			if !ok || strings.TrimSpace(s) == "" {
-				continue
-			}
-			n, err := parseNonNegative(s)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
-				continue
-			}
-			rl, ok := c.RateLimits[tool]
-			if !ok {
-				rl = RateLimit{PerMinute: -1, Burst: -1}
-			}
-			if suffix == "_rate_limit_burst" {
-				rl.Burst = n
-			} else {
-				rl.PerMinute = n
-			}
-			if c.RateLimits == nil {
-				c.RateLimits = map[string]RateLimit{}
-			}
-			c.RateLimits[tool] = rl
+	for _, name := range sortedKeys(env) {
+		m := toolVar.FindStringSubmatch(name)
+		if m == nil || strings.TrimSpace(env[name]) == "" {
+			continue
 		}
+		tool := m[1]
+		n, err := parseNonNegative(env[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
+			continue
+		}
+		rl, ok := c.RateLimits[tool]
+		if !ok {
+			rl = RateLimit{PerMinute: -1, Burst: -1}
+		}
+		if m[2] == "burst" {
+			rl.Burst = n
+		} else {
+			rl.PerMinute = n
+		}
+		if c.RateLimits == nil {
+			c.RateLimits = map[string]RateLimit{}
+		}
+		c.RateLimits[tool] = rl
 	}
 	return errors.Join(errs...)
+}
+
+// parseEnviron turns KEY=VALUE lines into a map; the last value wins.
+func parseEnviron(environ []string) map[string]string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// UnknownVars returns a warning for every MCP_* variable of environ that is
+// no setting, naming the closest one, so a misspelt name does not pass
+// silently. tools are the server's tools, whose per-tool settings exist.
+func UnknownVars(environ []string, tools []string) []string {
+	known := map[string]bool{}
+	for _, v := range vars() {
+		known[v.name] = true
+	}
+	for _, t := range tools {
+		known["MCP_"+t+"_rate_limit_per_minute"] = true
+		known["MCP_"+t+"_rate_limit_burst"] = true
+	}
+	var out []string
+	for _, name := range sortedKeys(parseEnviron(environ)) {
+		if !strings.HasPrefix(strings.ToUpper(name), "MCP_") || known[name] {
+			continue
+		}
+		best, dist := "", -1
+		for k := range known {
+			if d := editDistance(strings.ToLower(name), strings.ToLower(k)); dist < 0 || d < dist || (d == dist && k < best) {
+				best, dist = k, d
+			}
+		}
+		w := fmt.Sprintf("environment variable %s is not a setting of mcpsearch and is ignored", name)
+		if dist >= 0 && dist <= max(3, len(name)/4) {
+			w += fmt.Sprintf("; did you mean %s?", best)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // RegisterFlags defines a flag for every setting on fs, with the current
@@ -422,13 +483,13 @@ func (c *Config) Validate() error {
 }
 
 // Describe returns every setting as name, value pairs for `mcpsearch config`,
-// with secrets redacted.
-func (c *Config) Describe() [][2]string {
+// with secrets redacted; tools are the server's tools.
+func (c *Config) Describe(tools []string) [][2]string {
 	var out [][2]string
 	for _, v := range vars() {
 		out = append(out, [2]string{v.name, v.get(c)})
 	}
-	for _, tool := range ToolNames {
+	for _, tool := range tools {
 		rl := c.RateLimitFor(tool)
 		out = append(out, [2]string{"MCP_" + tool + "_rate_limit_per_minute", strconv.Itoa(rl.PerMinute)})
 		out = append(out, [2]string{"MCP_" + tool + "_rate_limit_burst", strconv.Itoa(rl.Burst)})
@@ -464,12 +525,8 @@ func parseToolRateLimit(s string) (string, RateLimit, error) {
 	if !ok {
 		return "", RateLimit{}, fmt.Errorf("want TOOL=PER_MINUTE[/BURST], got %q", s)
 	}
-	known := false
-	for _, t := range ToolNames {
-		known = known || t == tool
-	}
-	if !known {
-		return "", RateLimit{}, fmt.Errorf("unknown tool %q: want one of %s", tool, strings.Join(ToolNames, ", "))
+	if tool = strings.TrimSpace(tool); tool == "" {
+		return "", RateLimit{}, fmt.Errorf("want TOOL=PER_MINUTE[/BURST], got %q", s)
 	}
 	rl := RateLimit{Burst: -1}
 	pm, burst, hasBurst := strings.Cut(spec, "/")

@@ -10,11 +10,12 @@ import (
 	"time"
 )
 
-func env(m map[string]string) LookupFunc {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
+func env(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
 	}
+	return out
 }
 
 func load(t *testing.T, vars map[string]string, args ...string) (Config, error) {
@@ -109,7 +110,7 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{map[string]string{"MCP_web_search_rate_limit_burst": "x"}, nil, "MCP_web_search_rate_limit_burst"},
 		{map[string]string{"MCP_auth": "keys"}, nil, "MCP_API_KEYS"},
 		{map[string]string{"MCP_allowed_origins": "not a url"}, nil, "MCP_allowed_origins"},
-		{nil, []string{"--rate-limit", "nope=3"}, "unknown tool"},
+		{nil, []string{"--rate-limit", "=3"}, "TOOL=PER_MINUTE"},
 		{nil, []string{"--transport", "carrier-pigeon"}, "unknown transport"},
 	}
 	for _, tt := range tests {
@@ -130,7 +131,7 @@ func TestDescribeRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all strings.Builder
-	for _, kv := range c.Describe() {
+	for _, kv := range c.Describe([]string{"web_search"}) {
 		all.WriteString(kv[0] + "=" + kv[1] + "\n")
 	}
 	for _, secret := range []string{"hunter2", "sk-123", "k1-secret"} {
@@ -179,5 +180,39 @@ func TestREADMEConfigurationTable(t *testing.T) {
 		if !known[name] && !strings.HasPrefix(name, "MCP_web_search_rate_limit") {
 			t.Errorf("README documents %s, which is not a setting", name)
 		}
+	}
+}
+
+func TestUnknownVars(t *testing.T) {
+	tools := []string{"web_search", "search_docs"}
+	tests := []struct {
+		environ []string
+		want    string // "" for no warning
+	}{
+		{[]string{"MCP_web_serch_rate_limit_burst=3"}, "did you mean MCP_web_search_rate_limit_burst?"},
+		{[]string{"MCP_web_search_timout_ms=10"}, "did you mean MCP_web_search_timeout_ms?"},
+		{[]string{"MCP_API_KEY=x"}, "did you mean MCP_API_KEYS?"},
+		{[]string{"MCP_completely_different_thing=1"}, "is not a setting"},
+		{[]string{"MCP_web_search_rate_limit_burst=3", "MCP_addr=:1", "PATH=/bin", "DATABASE_URL=x"}, ""},
+	}
+	for _, tt := range tests {
+		got := UnknownVars(tt.environ, tools)
+		switch {
+		case tt.want == "" && len(got) > 0:
+			t.Errorf("UnknownVars(%v) = %q, want none", tt.environ, got)
+		case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)):
+			t.Errorf("UnknownVars(%v) = %q, want one warning with %q", tt.environ, got, tt.want)
+		}
+	}
+}
+
+func TestToolRateLimitOfAnyToolName(t *testing.T) {
+	// Which tools exist is the server's to say; config keeps what it reads.
+	c, err := load(t, map[string]string{"MCP_fetch_url_rate_limit_per_minute": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RateLimitFor("fetch_url"); got.PerMinute != 7 {
+		t.Errorf("RateLimitFor(fetch_url) = %+v", got)
 	}
 }

@@ -150,16 +150,26 @@ const scenarios = {
       details.docs_chunks = sc.chunks.length;
     }
 
+    // The published input schema carries the tools' enums and ranges, so
+    // the adapters refuse an argument outside them before any call.
+    let refused;
+    try {
+      await byName.web_search.invoke({ query: "x", time_range: "decade" }, { timeout: CALL_TIMEOUT_MS });
+    } catch (e) {
+      refused = e;
+    }
+    check.ok(refused, "a web_search outside its schema did not fail");
+
     // A call the server refuses becomes a ToolException carrying the
     // contract's error, which the agent sees instead of a result.
     let thrown;
     try {
-      await byName.web_search.invoke({ query: "x", time_range: "decade" }, { timeout: CALL_TIMEOUT_MS });
+      await byName.web_search.invoke({ query: "   " }, { timeout: CALL_TIMEOUT_MS });
     } catch (e) {
       thrown = e;
     }
     check.ok(thrown, "an invalid web_search did not fail");
-    check.ok(/TOOL_ERROR/.test(thrown.message) && /decade/.test(thrown.message),
+    check.ok(/TOOL_ERROR/.test(thrown.message) && /blank/.test(thrown.message),
       `the failure does not carry the contract's error: ${thrown.message}`);
   },
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/mcpsearch/mcpsearch/docs"
 )
@@ -46,7 +47,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" {
-		writeAPIError(w, http.StatusBadRequest, errors.New("send the files as multipart/form-data (curl -F file=@report.pdf)"))
+		writeError(w, r, badArg("send the files as multipart/form-data (curl -F file=@report.pdf)"))
 		return
 	}
 	// The body may hold several files of up to the size limit each; the
@@ -54,7 +55,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxFileBytes*maxFilesPerUpload+1<<20)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, fmt.Errorf("reading multipart body: %w", err))
+		writeError(w, r, badArg("reading multipart body: %v", err))
 		return
 	}
 	var out uploadResponse
@@ -64,7 +65,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if err != nil {
-			writeAPIError(w, statusOf(err), fmt.Errorf("reading multipart body: %w", err))
+			writeError(w, r, fmt.Errorf("reading multipart body: %w", err))
 			return
 		}
 		if part.FileName() == "" {
@@ -72,28 +73,29 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if len(out.Files) == maxFilesPerUpload {
-			writeAPIError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("send at most %d files per request", maxFilesPerUpload))
+			writeError(w, r, &ToolError{Code: CodeToolError, Status: http.StatusRequestEntityTooLarge,
+				Message: fmt.Sprintf("send at most %d files per request", maxFilesPerUpload)})
 			return
 		}
 		data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
 		part.Close()
 		if err != nil {
-			writeAPIError(w, statusOf(err), fmt.Errorf("reading %s: %w", part.FileName(), err))
+			writeError(w, r, fmt.Errorf("reading %s: %w", part.FileName(), err))
 			return
 		}
 		if int64(len(data)) > s.cfg.MaxFileBytes {
-			writeAPIError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%s is larger than the %d MB limit (MCP_docs_max_file_mb)", part.FileName(), s.cfg.MaxFileBytes>>20))
+			writeError(w, r, fmt.Errorf("%s is larger than the %d MB limit (MCP_docs_max_file_mb): %w", part.FileName(), s.cfg.MaxFileBytes>>20, docs.ErrTooLarge))
 			return
 		}
 		f, err := s.deps.Docs.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
 		if err != nil {
-			writeAPIError(w, statusOf(err), fmt.Errorf("%s: %w", part.FileName(), err))
+			writeError(w, r, err)
 			return
 		}
 		out.Files = append(out.Files, uploadedFile{FileInfo: fileInfo(f), Duplicate: f.Duplicate})
 	}
 	if len(out.Files) == 0 {
-		writeAPIError(w, http.StatusBadRequest, errors.New("no file in the upload: send at least one multipart part with a filename"))
+		writeError(w, r, badArg("no file in the upload: send at least one multipart part with a filename"))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
@@ -106,7 +108,7 @@ func (s *Server) apiListFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	files, err := s.deps.Docs.ListFiles(r.Context(), conv)
 	if err != nil {
-		writeAPIError(w, statusOf(err), err)
+		writeError(w, r, err)
 		return
 	}
 	out := ListFilesOutput{Files: make([]FileInfo, 0, len(files))}
@@ -126,13 +128,9 @@ func (s *Server) apiGetFile(w http.ResponseWriter, r *http.Request) {
 // pathConversation reads the conversation id of the path and checks that
 // the caller's key may use it; otherwise it writes the error.
 func (s *Server) pathConversation(w http.ResponseWriter, r *http.Request) (string, bool) {
-	conv, err := conversationID(r.PathValue("id"))
-	if err != nil {
-		writeAPIError(w, http.StatusBadRequest, err)
-		return "", false
-	}
+	conv := strings.TrimSpace(r.PathValue("id"))
 	if !identityFrom(r.Context()).allows(conv) {
-		writeAuthError(w, http.StatusForbidden, errForbiddenConversation.Error())
+		writeError(w, r, errForbiddenConversation)
 		return "", false
 	}
 	return conv, true
@@ -143,11 +141,11 @@ func (s *Server) pathConversation(w http.ResponseWriter, r *http.Request) (strin
 func (s *Server) ownFile(w http.ResponseWriter, r *http.Request) (docs.File, bool) {
 	f, err := s.deps.Docs.GetFile(r.Context(), r.PathValue("id"))
 	if err != nil {
-		writeAPIError(w, statusOf(err), err)
+		writeError(w, r, err)
 		return f, false
 	}
 	if !identityFrom(r.Context()).allows(f.ConversationID) {
-		writeAuthError(w, http.StatusForbidden, errForbiddenConversation.Error())
+		writeError(w, r, errForbiddenConversation)
 		return f, false
 	}
 	return f, true
@@ -159,39 +157,10 @@ func (s *Server) apiDeleteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.deps.Docs.DeleteFile(r.Context(), f.ID); err != nil {
-		writeAPIError(w, statusOf(err), err)
+		writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// statusOf maps domain errors to HTTP statuses, in step with toolError.
-func statusOf(err error) int {
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe), errors.Is(err, docs.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, docs.ErrUnsupportedType):
-		return http.StatusUnsupportedMediaType
-	case errors.Is(err, docs.ErrInvalidID), errors.Is(err, docs.ErrInvalidArgument):
-		return http.StatusBadRequest
-	case errors.Is(err, docs.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, docs.ErrBusy), errors.Is(err, docs.ErrUnavailable):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-// writeAPIError writes the contract's error body with an HTTP status.
-func writeAPIError(w http.ResponseWriter, status int, err error) {
-	te := &ToolError{Code: CodeToolError, Message: err.Error(), Retryable: status == http.StatusServiceUnavailable}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "5")
-	}
-	writeJSON(w, status, struct {
-		Error *ToolError `json:"error"`
-	}{te})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -140,10 +139,6 @@ func (id identity) allows(conv string) bool {
 	return id.key == nil || id.key.Conversations == nil || slices.Contains(id.key.Conversations, conv)
 }
 
-// errForbiddenConversation is returned when a scoped key names a
-// conversation outside its scope.
-var errForbiddenConversation = errors.New("this API key may not access that conversation")
-
 // match finds the key whose hash equals token's, comparing against every
 // key in constant time so timing reveals nothing about which one was close.
 func (s *Server) match(token string) *APIKey {
@@ -174,7 +169,8 @@ func (s *Server) protect(next http.Handler) http.Handler {
 	bound := bind(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) }))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
-			writeAuthError(w, http.StatusForbidden, fmt.Sprintf("origin %s is not allowed (MCP_allowed_origins)", origin))
+			writeError(w, r, &ToolError{Code: CodeAuthError, Status: http.StatusForbidden,
+				Message: fmt.Sprintf("origin %s is not allowed (MCP_allowed_origins)", origin)})
 			return
 		}
 		if !keys {
@@ -183,12 +179,12 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		}
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
-			writeAuthError(w, http.StatusUnauthorized, "missing API key: send Authorization: Bearer <key>")
+			writeError(w, r, errNoKey)
 			return
 		}
 		k := s.match(strings.TrimSpace(token))
 		if k == nil {
-			writeAuthError(w, http.StatusUnauthorized, "invalid API key")
+			writeError(w, r, errBadKey)
 			return
 		}
 		bound.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{key: k})))
@@ -207,13 +203,4 @@ func (s *Server) originAllowed(origin string) bool {
 		return false
 	}
 	return isLoopbackAddr(s.cfg.Addr) && isLoopbackHost(u.Hostname())
-}
-
-func writeAuthError(w http.ResponseWriter, status int, msg string) {
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
-	}
-	writeJSON(w, status, struct {
-		Error *ToolError `json:"error"`
-	}{&ToolError{Code: CodeAuthError, Message: msg}})
 }

@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/embed"
 )
 
 // SearchDocsInput is the search_docs tool's arguments.
@@ -82,29 +80,69 @@ type ChunkMetadata struct {
 	Ordinal    int    `json:"ordinal"`
 }
 
-func (s *Server) addDocsTools(m *mcp.Server) {
-	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false), IdempotentHint: true}
-	addTool(s, m, &mcp.Tool{
+// The conversation each docs tool touches, for the scope check.
+func (in SearchDocsInput) scope() scope { return inConversation(strings.TrimSpace(in.ConversationID)) }
+func (in ListFilesInput) scope() scope  { return inConversation(strings.TrimSpace(in.ConversationID)) }
+func (in GetChunkInput) scope() scope   { return scope{perResult: true} }
+
+var docsReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false), IdempotentHint: true}
+
+func searchDocsTool() *mcp.Tool {
+	return &mcp.Tool{
 		Name:  "search_docs",
 		Title: "Search uploaded documents",
 		Description: "Search the files uploaded to a conversation (PDFs, text, Markdown, HTML) and return the most relevant passages. " +
 			"Use it before answering questions about the user's documents, and quote what it returns. " +
 			"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
 			"Each chunk has its file name, page number and a chunk_id that get_chunk opens.",
-		Annotations: withTitle(readOnly, "Search uploaded documents"),
-	}, 0, s.searchDocs)
-	addTool(s, m, &mcp.Tool{
+		Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
+	}
+}
+
+func listFilesTool() *mcp.Tool {
+	return &mcp.Tool{
 		Name:        "list_files",
 		Title:       "List uploaded files",
 		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason). An unknown conversation has no files.",
-		Annotations: withTitle(readOnly, "List uploaded files"),
-	}, 0, s.listFiles)
-	addTool(s, m, &mcp.Tool{
+		Annotations: withTitle(docsReadOnly, "List uploaded files"),
+	}
+}
+
+func getChunkTool() *mcp.Tool {
+	return &mcp.Tool{
 		Name:        "get_chunk",
 		Title:       "Open a document chunk",
 		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, page number and character offsets in the file's text.",
-		Annotations: withTitle(readOnly, "Open a document chunk"),
-	}, 0, s.getChunk)
+		Annotations: withTitle(docsReadOnly, "Open a document chunk"),
+	}
+}
+
+// maxConversationIDLen bounds a conversation id in the published schemas;
+// the document store checks the rest (printable text).
+const maxConversationIDLen = 256
+
+// maxIDLen bounds file and chunk ids (uuids) in the published schemas.
+const maxIDLen = 64
+
+func conversationSchema(_ *Server, sc *jsonschema.Schema) {
+	p := prop(sc, "conversation_id")
+	p.MinLength, p.MaxLength = ptr(1), ptr(maxConversationIDLen)
+}
+
+func searchDocsSchema(_ *Server, sc *jsonschema.Schema) {
+	conversationSchema(nil, sc)
+	q := prop(sc, "query")
+	q.MinLength, q.MaxLength = ptr(1), ptr(docs.MaxQueryRunes)
+	k := prop(sc, "top_k")
+	k.Minimum, k.Maximum, k.Default = ptr(1.0), ptr(float64(docs.MaxTopK)), []byte(fmt.Sprint(docs.DefaultTopK))
+	t := prop(sc, "threshold")
+	t.Minimum, t.Maximum = ptr(0.0), ptr(1.0)
+	prop(sc, "mode").Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
+}
+
+func getChunkSchema(_ *Server, sc *jsonschema.Schema) {
+	p := prop(sc, "chunk_id")
+	p.MinLength, p.MaxLength = ptr(1), ptr(maxIDLen)
 }
 
 func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
@@ -113,41 +151,14 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 	return &c
 }
 
-func (s *Server) searchDocs(ctx context.Context, _ *mcp.CallToolRequest, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
-	q := strings.TrimSpace(in.Query)
-	if q == "" {
-		return nil, SearchDocsOutput{}, badArg("query is empty: send what to look for")
-	}
-	if n := utf8.RuneCountInString(q); n > maxQueryRunes {
-		return nil, SearchDocsOutput{}, badArg("query has %d characters: send at most %d", n, maxQueryRunes)
-	}
-	conv, err := conversationID(in.ConversationID)
-	if err != nil {
-		return nil, SearchDocsOutput{}, err
-	}
-	topK := in.TopK
-	if topK == 0 {
-		topK = 5
-	}
-	if topK < 1 || topK > 50 {
-		return nil, SearchDocsOutput{}, badArg("top_k %d is out of range: send 1 to 50", in.TopK)
-	}
+func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 	threshold := 0.7
 	if in.Threshold != nil {
 		threshold = *in.Threshold
 	}
-	if threshold < 0 || threshold > 1 {
-		return nil, SearchDocsOutput{}, badArg("threshold %g is out of range: send a similarity from 0 to 1", threshold)
-	}
-	mode := docs.Mode(strings.ToLower(strings.TrimSpace(in.Mode)))
-	switch mode {
-	case "":
-		mode = docs.Hybrid
-	case docs.Hybrid, docs.Vector, docs.Keyword:
-	default:
-		return nil, SearchDocsOutput{}, badArg("unknown mode %q: send hybrid, vector or keyword", in.Mode)
-	}
-	hits, err := s.deps.Docs.Search(ctx, docs.Query{Text: q, ConversationID: conv, TopK: topK, Threshold: threshold, Mode: mode})
+	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
+		Threshold: threshold, Mode: docs.Mode(in.Mode)}
+	hits, err := s.deps.Docs.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)
 	}
@@ -156,14 +167,11 @@ func (s *Server) searchDocs(ctx context.Context, _ *mcp.CallToolRequest, in Sear
 		out.Chunks = append(out.Chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
 			Similarity: round4(h.Similarity), Score: round4(h.Score), PageNumber: page(h.PageNumber)})
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q, out)}}}, out, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q.Text, out)}}}, out, nil
 }
 
-func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
-	conv, err := conversationID(in.ConversationID)
-	if err != nil {
-		return nil, ListFilesOutput{}, err
-	}
+func (s *Server) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
+	conv := in.scope().conversation
 	files, err := s.deps.Docs.ListFiles(ctx, conv)
 	if err != nil {
 		return nil, ListFilesOutput{}, fmt.Errorf("list files: %w", err)
@@ -186,17 +194,14 @@ func (s *Server) listFiles(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
 }
 
-func (s *Server) getChunk(ctx context.Context, _ *mcp.CallToolRequest, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
+func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
 	id := strings.TrimSpace(in.ChunkID)
-	if id == "" {
-		return nil, GetChunkOutput{}, badArg("chunk_id is empty: send a chunk_id from search_docs")
-	}
 	c, err := s.deps.Docs.GetChunk(ctx, id)
 	if err != nil {
 		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %s: %w", id, err)
 	}
-	if !identityFrom(ctx).allows(c.ConversationID) {
-		return nil, GetChunkOutput{}, errForbiddenConversation
+	if err := allowConversation(ctx, c.ConversationID); err != nil {
+		return nil, GetChunkOutput{}, err
 	}
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
 		PageNumber: page(c.PageNumber), CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}
@@ -211,26 +216,6 @@ func (s *Server) getChunk(ctx context.Context, _ *mcp.CallToolRequest, in GetChu
 func fileInfo(f docs.File) FileInfo {
 	return FileInfo{ID: f.ID, FileName: f.FileName, MIMEType: f.MIMEType, SizeBytes: f.SizeBytes, ChunkCount: f.ChunkCount,
 		Status: f.Status, Error: f.Error, CreatedAt: f.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
-}
-
-// conversationID checks a conversation id: any non-empty text without
-// control characters, as chat products use uuids, numbers or slugs.
-func conversationID(raw string) (string, error) {
-	id := strings.TrimSpace(raw)
-	if id == "" {
-		return "", badArg("conversation_id is empty: send the id of the conversation the files were uploaded to")
-	}
-	if len(id) > 200 || strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return "", badArg("conversation_id %q is malformed: send at most 200 printable characters", truncate(id, 40))
-	}
-	return id, nil
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "..."
 }
 
 // page maps the store's 0 (a format without pages) to null.
@@ -260,26 +245,4 @@ func searchDocsText(q string, out SearchDocsOutput) string {
 		fmt.Fprintf(&b, "\n%d. [%s] similarity %.2f, chunk_id %s\n%s\n", i+1, where, c.Similarity, c.ChunkID, c.Content)
 	}
 	return b.String()
-}
-
-// docsError maps the document store's errors to the contract's.
-func docsError(err error) *ToolError {
-	switch {
-	case errors.Is(err, docs.ErrInvalidID):
-		return &ToolError{Code: CodeToolError, Message: "invalid arguments: " + err.Error() + " (send an id exactly as search_docs or list_files returned it)"}
-	case errors.Is(err, docs.ErrEmptyQuery), errors.Is(err, docs.ErrInvalidArgument):
-		return &ToolError{Code: CodeToolError, Message: "invalid arguments: " + err.Error()}
-	case errors.Is(err, docs.ErrNotFound):
-		return &ToolError{Code: CodeToolError, Message: err.Error() + " (it may have been deleted; search again)"}
-	case errors.Is(err, docs.ErrUnavailable):
-		return &ToolError{Code: CodeToolError, Message: "the document store is unavailable right now: " + err.Error(), Retryable: true}
-	case errors.Is(err, docs.ErrSchemaOutdated):
-		return &ToolError{Code: CodeToolError, Message: err.Error()}
-	case errors.Is(err, docs.ErrClosed):
-		// Another replica, or this one after a restart, can answer.
-		return &ToolError{Code: CodeToolError, Message: "the server is shutting down; call again", Retryable: true}
-	case errors.Is(err, embed.ErrUnavailable):
-		return &ToolError{Code: CodeToolError, Message: "the embedding service is unavailable right now: " + err.Error(), Retryable: true}
-	}
-	return nil
 }

@@ -199,10 +199,11 @@ func TestDocsToolsArguments(t *testing.T) {
 		{"search_docs", map[string]any{"query": "", "conversation_id": "c"}, "query is empty"},
 		{"search_docs", map[string]any{"query": "x", "conversation_id": ""}, "conversation_id is empty"},
 		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "top_k": 500}, "send 1 to 50"},
-		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "threshold": 1.5}, "from 0 to 1"},
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "threshold": 1.5}, "send 0 to 1"},
 		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "mode": "fuzzy"}, "hybrid, vector or keyword"},
 		{"search_docs", map[string]any{"query": "x", "conversation_id": "c", "top_k": "ten"}, "integer"},
-		{"list_files", map[string]any{"conversation_id": strings.Repeat("x", 300)}, "malformed"},
+		{"list_files", map[string]any{"conversation_id": strings.Repeat("x", 300)}, "at most 256"},
+		{"list_files", map[string]any{"conversation_id": "a\x00b"}, "conversation"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.tool, tt.args), func(t *testing.T) {

@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
 // Error codes of the contract. A tool failure is a tool result with isError
-// set whose text is {"error":{"code":...,"message":...,"retryable":...}}.
+// set whose text is {"error":{"code":...,"message":...,"retryable":...}};
+// the HTTP routes answer the same body with the matching status.
 const (
 	CodeToolError   = "TOOL_ERROR"
 	CodeRateLimited = "RATE_LIMITED"
@@ -21,12 +26,14 @@ const (
 	CodeAuthError   = "AUTH_ERROR"
 )
 
-// ToolError is the contract's error body.
+// ToolError is the contract's error body. Status is the HTTP status the
+// same failure answers with on the HTTP routes; it is not part of the body.
 type ToolError struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	Retryable    bool   `json:"retryable"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+	Status       int    `json:"-"`
 }
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
@@ -41,29 +48,91 @@ func badArg(format string, args ...any) error {
 	return &invalidArgs{msg: fmt.Sprintf(format, args...)}
 }
 
-// toolError maps any error a tool call produced to the contract's error.
-// It is the one place where domain errors become error codes.
-func toolError(ctx context.Context, err error) *ToolError {
-	var te *ToolError
-	var ia *invalidArgs
+// errForbiddenConversation is returned when a scoped key names a
+// conversation outside its scope.
+var errForbiddenConversation = errors.New("this API key may not access that conversation")
+
+// errNoKey and errBadKey are the failures of the bearer key check.
+var (
+	errNoKey  = errors.New("missing API key: send Authorization: Bearer <key>")
+	errBadKey = errors.New("invalid API key")
+)
+
+// rateLimited is a call refused by a token bucket.
+type rateLimited struct {
+	tool string
+	wait time.Duration
+}
+
+func (e *rateLimited) Error() string {
+	return fmt.Sprintf("rate limit of %s exceeded: retry in %s", e.tool, e.wait.Round(time.Millisecond))
+}
+
+// classify maps any error of a tool call or HTTP route to the contract's
+// error: code, HTTP status, whether calling again may succeed, and the
+// message for the caller. It is the one table of the server; MCP results,
+// the upload API, auth failures and every other route use it.
+func classify(ctx context.Context, err error) *ToolError {
+	var (
+		te  *ToolError
+		ia  *invalidArgs
+		rl  *rateLimited
+		mbe *http.MaxBytesError
+	)
+	e := func(code string, status int, retryable bool, msg string) *ToolError {
+		return &ToolError{Code: code, Status: status, Retryable: retryable, Message: msg}
+	}
 	switch {
 	case errors.As(err, &te):
+		if te.Status == 0 {
+			c := *te
+			c.Status = http.StatusInternalServerError
+			return &c
+		}
 		return te
+	case errors.As(err, &rl):
+		t := e(CodeRateLimited, http.StatusTooManyRequests, true, rl.Error())
+		t.RetryAfterMS = retryAfter(rl.wait)
+		return t
+	case errors.Is(err, errNoKey), errors.Is(err, errBadKey):
+		return e(CodeAuthError, http.StatusUnauthorized, false, err.Error())
 	case errors.Is(err, errForbiddenConversation):
-		return &ToolError{Code: CodeAuthError, Message: err.Error()}
+		return e(CodeAuthError, http.StatusForbidden, false, errForbiddenConversation.Error())
 	case errors.As(err, &ia):
-		return &ToolError{Code: CodeToolError, Message: "invalid arguments: " + ia.msg}
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, searxng.ErrTimeout):
-		return &ToolError{Code: CodeTimeout, Message: err.Error(), Retryable: true}
+		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+ia.msg)
+	case errors.As(err, &mbe), errors.Is(err, docs.ErrTooLarge):
+		return e(CodeToolError, http.StatusRequestEntityTooLarge, false, err.Error())
+	case errors.Is(err, docs.ErrUnsupportedType):
+		return e(CodeToolError, http.StatusUnsupportedMediaType, false, err.Error())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, searxng.ErrTimeout):
+		return e(CodeTimeout, http.StatusGatewayTimeout, true, err.Error())
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return &ToolError{Code: CodeToolError, Message: "the call was cancelled", Retryable: true}
+		return e(CodeToolError, 499, true, "the call was cancelled")
 	case isSearchError(err):
-		return &ToolError{Code: CodeToolError, Message: err.Error(), Retryable: searxng.Retryable(err)}
+		status := http.StatusBadGateway
+		if searxng.Retryable(err) {
+			status = http.StatusServiceUnavailable
+		}
+		return e(CodeToolError, status, searxng.Retryable(err), err.Error())
+	case errors.Is(err, docs.ErrInvalidID):
+		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error()+" (send an id exactly as search_docs or list_files returned it)")
+	case errors.Is(err, docs.ErrEmptyQuery), errors.Is(err, docs.ErrInvalidArgument):
+		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error())
+	case errors.Is(err, docs.ErrNotFound):
+		return e(CodeToolError, http.StatusNotFound, false, err.Error()+" (it may have been deleted; search again)")
+	case errors.Is(err, docs.ErrBusy):
+		return e(CodeToolError, http.StatusServiceUnavailable, true, err.Error())
+	case errors.Is(err, docs.ErrUnavailable):
+		return e(CodeToolError, http.StatusServiceUnavailable, true, "the document store is unavailable right now: "+err.Error())
+	case errors.Is(err, docs.ErrClosed):
+		// Another replica, or this one after a restart, can answer.
+		return e(CodeToolError, http.StatusServiceUnavailable, true, "the server is shutting down; call again")
+	case errors.Is(err, embed.ErrUnavailable):
+		return e(CodeToolError, http.StatusServiceUnavailable, true, "the embedding service is unavailable right now: "+err.Error())
+	case errors.Is(err, docs.ErrSchemaOutdated):
+		return e(CodeToolError, http.StatusServiceUnavailable, false, err.Error())
 	}
-	if te := docsError(err); te != nil {
-		return te
-	}
-	return &ToolError{Code: CodeToolError, Message: err.Error()}
+	return e(CodeToolError, http.StatusInternalServerError, false, err.Error())
 }
 
 func isSearchError(err error) bool {
@@ -76,13 +145,30 @@ func isSearchError(err error) bool {
 	return false
 }
 
-// errorResult renders a ToolError as the tool result clients receive.
+// envelope is the contract's error body.
+type envelope struct {
+	Error *ToolError `json:"error"`
+}
+
+// errorResult renders a ToolError as the tool result MCP clients receive.
 func errorResult(te *ToolError) *mcp.CallToolResult {
-	body, _ := json.Marshal(struct {
-		Error *ToolError `json:"error"`
-	}{te})
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, IsError: true}
-	return res
+	body, _ := json.Marshal(envelope{te})
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, IsError: true}
+}
+
+// writeError answers an HTTP request with the contract's error body and
+// the status of the error's class.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	te := classify(r.Context(), err)
+	switch {
+	case te.Status == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
+	case te.RetryAfterMS > 0:
+		w.Header().Set("Retry-After", strconv.FormatInt((te.RetryAfterMS+999)/1000, 10))
+	case te.Retryable && te.Status == http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "5")
+	}
+	writeJSON(w, te.Status, envelope{te})
 }
 
 func retryAfter(d time.Duration) int64 {

@@ -1,15 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +31,7 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.Serves("sse") {
 		sse := mcp.NewSSEHandler(func(r *http.Request) *mcp.Server { return s.serverFor("sse", identityFrom(r.Context())) },
 			&mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
-		mux.Handle("/sse", s.protect(s.rateLimitHeaders(sse)))
+		mux.Handle("/sse", s.protect(sse))
 	}
 	if s.docsOn() {
 		api := http.NewServeMux()
@@ -132,63 +131,106 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 }
 
 // rateLimitHeaders adds X-RateLimit-Limit, -Remaining and -Reset to the
-// response of a POST that calls a tool, describing that tool's bucket as the
-// response is written. Over SSE the POST is answered (202) before the call
-// runs, so there the headers describe the bucket before the call.
+// response of a streamable HTTP POST that calls a tool, describing the
+// caller's bucket of that tool as the response is written. The tool is
+// learnt from the MCP middleware, which has decoded the call, through a
+// holder this handler registers under an id it puts in a request header of
+// its own (the SDK hands the request's headers to the middleware).
+//
+// Legacy SSE answers a POST with 202 before the call runs, so its POSTs
+// carry no such headers; the result on the event stream has the error.
 func (s *Server) rateLimitHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
+		r.Header.Del(callHeader)
+		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		head, err := io.ReadAll(io.LimitReader(r.Body, maxMCPBody+1))
-		if err != nil {
-			http.Error(w, "reading request body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-		tool := calledTool(head)
-		if _, known := s.timeoutFor(tool); !known {
-			next.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(&headerWriter{ResponseWriter: w, before: func(h http.Header) {
-			st, ok := s.limits.state(tool, s.now())
+		h := &pendingCall{}
+		id := s.pending.add(h)
+		defer s.pending.remove(id)
+		r.Header.Set(callHeader, id)
+		caller := identityFrom(r.Context()).name()
+		next.ServeHTTP(&headerWriter{ResponseWriter: w, before: func(hdr http.Header) {
+			tool := h.tool()
+			if tool == "" {
+				return
+			}
+			st, ok := s.limits.state(caller, tool, s.now())
 			if !ok {
 				return
 			}
-			h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
-			h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
-			h.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
+			hdr.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
+			hdr.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
+			hdr.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
 		}}, r)
 	})
 }
 
-// calledTool returns the name of the first tool a JSON-RPC message or
-// batch calls.
-func calledTool(body []byte) string {
-	type msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
+// callHeader carries the id of a request's pendingCall from the HTTP
+// handler to the MCP middleware. A client's own value is removed first.
+const callHeader = "X-Mcpsearch-Call"
+
+// pendingCall is filled by the MCP middleware with the first tool a POST
+// calls.
+type pendingCall struct {
+	mu   sync.Mutex
+	name string
+}
+
+func (p *pendingCall) set(c *call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.name == "" {
+		p.name = c.Tool
 	}
-	var one msg
-	if json.Unmarshal(body, &one) == nil && one.Method == "tools/call" {
-		return one.Params.Name
+}
+
+func (p *pendingCall) tool() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.name
+}
+
+// pendingCalls are the POSTs being answered, by id.
+type pendingCalls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[string]*pendingCall
+}
+
+func (p *pendingCalls) add(h *pendingCall) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	id := strconv.FormatUint(p.next, 36)
+	if p.m == nil {
+		p.m = map[string]*pendingCall{}
 	}
-	var batch []msg
-	if json.Unmarshal(body, &batch) == nil {
-		for _, m := range batch {
-			if m.Method == "tools/call" {
-				return m.Params.Name
-			}
-		}
+	p.m[id] = h
+	return id
+}
+
+func (p *pendingCalls) remove(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, id)
+}
+
+// pendingHeaders returns the holder of the HTTP request that carries req,
+// if any.
+func (s *Server) pendingHeaders(req *mcp.CallToolRequest) *pendingCall {
+	extra := req.GetExtra()
+	if extra == nil || extra.Header == nil {
+		return nil
 	}
-	return ""
+	id := extra.Header.Get(callHeader)
+	if id == "" {
+		return nil
+	}
+	s.pending.mu.Lock()
+	defer s.pending.mu.Unlock()
+	return s.pending.m[id]
 }
 
 // headerWriter calls before once, just before the header is sent.

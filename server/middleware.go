@@ -7,76 +7,78 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
-	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/audit"
 )
 
-// toolMiddleware wraps every tools/call: rate limit, per-call timeout,
-// panic recovery and mapping of every failure to the contract's error
-// body. Adding a tool needs no change here.
+// toolMiddleware wraps every tools/call of one MCP server: it decodes what
+// the server needs to know of the call once (tool, caller, client), applies
+// the caller's rate limit and the tool's timeout, and when the call is done
+// logs, counts and audits it. Adding a tool needs no change here.
 func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return s.toolHandler(transport, id, next)
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			s.active.Add(1)
+			defer s.active.Add(-1)
+			ctx = withIdentity(ctx, id)
+			ctr, ok := req.(*mcp.CallToolRequest)
+			if !ok || method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			c := s.newCall(transport, id, ctr)
+			ctx = withCall(ctx, c)
+			def, known := s.tools.lookup(ctr.Params.Name)
+			if !known {
+				// The SDK answers unknown tools with a JSON-RPC error naming
+				// the tool; the call is still logged and audited.
+				res, err := next(ctx, method, req)
+				s.finish(ctx, c, err)
+				return res, err
+			}
+			if h := s.pendingHeaders(ctr); h != nil {
+				h.set(c)
+			}
+			res, err := s.runCall(ctx, c, def, func(ctx context.Context) (mcp.Result, error) {
+				return next(ctx, method, req)
+			})
+			s.finish(ctx, c, err)
+			return res, err
+		}
 	}
 }
 
-func (s *Server) toolHandler(transport string, id identity, next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		s.active.Add(1)
-		defer s.active.Add(-1)
-		ctx = withIdentity(ctx, id)
-		if method == "resources/list" && s.docsOn() {
-			// Files are listed from the database, not registered one by one.
-			return s.listFileResources(ctx, id)
-		}
-		call, ok := req.(*mcp.CallToolRequest)
-		if !ok || method != "tools/call" {
-			return next(ctx, method, req)
-		}
-		tool := call.Params.Name
-		start := s.now()
-		res, err := s.callTool(ctx, tool, call.Params.Arguments, func(ctx context.Context) (mcp.Result, error) {
-			return next(ctx, method, req)
-		})
-		took := time.Since(start)
-		s.logCall(ctx, transport, call, res, err, took)
-		s.audit(transport, id, call, res, err, start, took)
-		return res, err
+// newCall gathers what is known of a call before it runs.
+func (s *Server) newCall(transport string, id identity, req *mcp.CallToolRequest) *call {
+	c := &call{
+		Tool:      req.Params.Name,
+		Transport: transport,
+		Identity:  id,
+		RequestID: callRequestID(req),
+		Client:    clientOf(req),
+		Start:     s.now(),
+		Args:      req.Params.Arguments,
 	}
+	if ss := req.Session; ss != nil {
+		c.Session = ss.ID()
+	}
+	return c
 }
 
-func (s *Server) callTool(ctx context.Context, tool string, args json.RawMessage, next func(context.Context) (mcp.Result, error)) (res mcp.Result, err error) {
-	timeout, known := s.timeoutFor(tool)
-	if !known {
-		// The SDK answers unknown tools with a JSON-RPC error naming the tool.
-		return next(ctx)
+// runCall runs one call of a registered tool within its rate limit and
+// timeout. Every failure, whether the SDK refused the arguments or the tool
+// failed, ends as the contract's error result.
+func (s *Server) runCall(ctx context.Context, c *call, def toolDef, next func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	if ok, wait := s.limits.allow(c.Identity.name(), c.Tool, s.now()); !ok {
+		te := classify(ctx, &rateLimited{tool: c.Tool, wait: wait})
+		c.fail(te)
+		return errorResult(te), nil
 	}
-	if ok, wait := s.limits.allow(tool, s.now()); !ok {
-		return errorResult(&ToolError{
-			Code:         CodeRateLimited,
-			Message:      fmt.Sprintf("rate limit of %s exceeded: retry in %s", tool, wait.Round(time.Millisecond)),
-			Retryable:    true,
-			RetryAfterMS: retryAfter(wait),
-		}), nil
-	}
-	// A key limited to some conversations touches no data of others: any
-	// tool argument named conversation_id is checked before the tool runs.
-	if conv := conversationArg(args); conv != "" && !identityFrom(ctx).allows(conv) {
-		return errorResult(toolError(ctx, errForbiddenConversation)), nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeoutFor(def))
 	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("tool panicked", "tool", tool, "panic", p, "stack", string(debug.Stack()))
-			res, err = errorResult(&ToolError{Code: CodeToolError, Message: "internal error in " + tool + "; the server keeps running"}), nil
-		}
-	}()
-	res, err = next(ctx)
+	res, err := next(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -84,44 +86,73 @@ func (s *Server) callTool(ctx context.Context, tool string, args json.RawMessage
 	if !ok || !ctr.IsError {
 		return res, nil
 	}
-	cause := ctr.GetError()
+	o := c.outcome()
+	if o.failure == nil {
+		// The typed handler records its failures; an error result without
+		// one comes from the SDK, which refused the arguments before the
+		// handler ran.
+		te := classify(ctx, badArg("%s", s.refusedArgs(def, c.Args, ctr)))
+		c.fail(te)
+		if sc, ok := def.scopeOf(c.Args); ok && !sc.perResult {
+			c.setConversation(sc.conversation)
+		}
+		o.failure = te
+	}
+	return errorResult(o.failure), nil
+}
+
+// refusedArgs says why the SDK refused a call's arguments, in the tool's
+// words where the schema tells, else in the SDK's.
+func (s *Server) refusedArgs(def toolDef, args json.RawMessage, res *mcp.CallToolResult) string {
+	sc, _ := def.tool.InputSchema.(*jsonschema.Schema)
+	if msg, ok := explainArgs(sc, args); ok {
+		return msg
+	}
+	cause := res.GetError()
 	if cause == nil {
-		cause = errors.New(textOf(ctr))
+		cause = errors.New(textOf(res))
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(cause, context.DeadlineExceeded) {
-		cause = fmt.Errorf("%s did not finish within %s: %w", tool, timeout, context.DeadlineExceeded)
-	}
-	if isSchemaError(cause) {
-		cause = badArg("%s (see the tool's inputSchema)", cause.Error())
-	}
-	return errorResult(toolError(ctx, cause)), nil
+	return clip(cause.Error(), 300) + " (see the tool's inputSchema)"
 }
 
-// conversationArg returns the conversation_id argument of a call, if any.
-func conversationArg(args json.RawMessage) string {
-	var a struct {
-		ConversationID any `json:"conversation_id"`
+// typed wraps a tool's handler: it records that the arguments were valid,
+// checks the caller's scope over the conversation the input names, turns a
+// panic into an error, and maps any failure to the contract's error once.
+func typed[In scoped, Out any](log *slog.Logger, h func(context.Context, In) (*mcp.CallToolResult, Out, error)) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		c := callFrom(ctx)
+		c.setRan()
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("tool panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+				err = &ToolError{Code: CodeToolError, Status: 500, Message: "internal error in " + c.Tool + "; the server keeps running"}
+			}
+			if err != nil {
+				te := classify(ctx, timeoutCause(ctx, c.Tool, err))
+				c.fail(te)
+				// The middleware renders c's failure; the SDK only needs
+				// to know the call failed.
+				res, err = nil, te
+			} else {
+				c.succeed(out)
+			}
+		}()
+		if sc := in.scope(); !sc.perResult && sc.conversation != "" {
+			if err := allowConversation(ctx, sc.conversation); err != nil {
+				return nil, out, err
+			}
+		}
+		return h(ctx, in)
 	}
-	if json.Unmarshal(args, &a) != nil {
-		return ""
-	}
-	s, _ := a.ConversationID.(string)
-	return strings.TrimSpace(s)
 }
 
-// isSchemaError recognises the SDK's own argument validation failures,
-// which reach us as plain errors.
-func isSchemaError(err error) bool {
-	var ia *invalidArgs
-	var te *ToolError
-	if errors.As(err, &ia) || errors.As(err, &te) {
-		return false
+// timeoutCause names the tool's deadline when the call's context ran out,
+// whatever error the tool reported for it.
+func timeoutCause(ctx context.Context, tool string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s did not finish in time: %w", tool, context.DeadlineExceeded)
 	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	msg := err.Error()
-	return errors.As(err, &syn) || errors.As(err, &typ) ||
-		strings.Contains(msg, "validating \"arguments\"") || strings.Contains(msg, "unmarshal")
+	return err
 }
 
 func textOf(r *mcp.CallToolResult) string {
@@ -133,72 +164,49 @@ func textOf(r *mcp.CallToolResult) string {
 	return "tool failed"
 }
 
-// errorCode reads the contract code back out of an error result, for logs
-// and metrics.
-func errorCode(r *mcp.CallToolResult) string {
-	var body struct {
-		Error ToolError `json:"error"`
+// finish logs, counts and audits a call once it has ended.
+func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
+	took := s.now().Sub(c.Start)
+	o := c.outcome()
+	attrs := []any{"tool", c.Tool, "ms", took.Milliseconds(), "transport", c.Transport, "request_id", c.RequestID}
+	if c.Session != "" {
+		attrs = append(attrs, "session", c.Session)
 	}
-	if err := json.Unmarshal([]byte(textOf(r)), &body); err != nil {
-		return CodeToolError
-	}
-	return body.Error.Code
-}
-
-func (s *Server) logCall(ctx context.Context, transport string, call *mcp.CallToolRequest, res mcp.Result, err error, took time.Duration) {
-	attrs := []any{"tool", call.Params.Name, "ms", took.Milliseconds(), "transport", transport,
-		"request_id", callRequestID(call)}
-	if ss := call.Session; ss != nil && ss.ID() != "" {
-		attrs = append(attrs, "session", ss.ID())
-	}
-	level := slog.LevelInfo
-	r, _ := res.(*mcp.CallToolResult)
-	outcome := "ok"
+	level, code := slog.LevelInfo, "ok"
 	switch {
-	case err != nil:
-		level = slog.LevelWarn
-		outcome = "protocol_error"
-		attrs = append(attrs, "outcome", outcome, "error", err.Error())
-	case r != nil && r.IsError:
-		level = slog.LevelWarn
-		outcome = errorCode(r)
-		attrs = append(attrs, "outcome", outcome, "error", textOf(r))
-	default:
-		attrs = append(attrs, "outcome", outcome)
+	case protoErr != nil:
+		level, code = slog.LevelWarn, "protocol_error"
+		attrs = append(attrs, "error", protoErr.Error())
+	case o.failure != nil:
+		level, code = slog.LevelWarn, o.failure.Code
+		attrs = append(attrs, "error", o.failure.Message)
 	}
-	s.metrics.observe(call.Params.Name, transport, outcome, took)
+	attrs = append(attrs, "outcome", code)
+	s.metrics.observe(c.Tool, c.Transport, code, took)
 	s.log.Log(ctx, level, "tool call", attrs...)
-}
-
-// audit records one call, whatever its outcome.
-func (s *Server) audit(transport string, id identity, call *mcp.CallToolRequest, res mcp.Result, err error, start time.Time, took time.Duration) {
 	if s.deps.Audit == nil {
 		return
 	}
 	e := audit.Entry{
-		ToolName:       call.Params.Name,
-		ConversationID: conversationArg(call.Params.Arguments),
-		Arguments:      validJSON(call.Params.Arguments),
+		ToolName:       c.Tool,
+		ConversationID: o.conversation,
+		Arguments:      validJSON(c.Args),
 		LatencyMS:      int(took.Milliseconds()),
-		Transport:      transport,
-		APIKey:         id.name(),
-		CreatedAt:      start,
+		Transport:      c.Transport,
+		APIKey:         c.Identity.name(),
+		SessionID:      c.Session,
+		ClientName:     c.Client.Name,
+		ClientVersion:  c.Client.Version,
+		CreatedAt:      c.Start,
 	}
-	if ss := call.Session; ss != nil {
-		e.SessionID = ss.ID()
-		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			e.ClientName, e.ClientVersion = p.ClientInfo.Name, p.ClientInfo.Version
-		}
-	}
-	r, _ := res.(*mcp.CallToolResult)
 	switch {
-	case err != nil:
-		e.ErrorCode, e.Error = "PROTOCOL_ERROR", err.Error()
-	case r == nil:
-	case r.IsError:
-		e.ErrorCode, e.Error = errorCode(r), textOf(r)
-	default:
-		e.Result = resultJSON(r)
+	case protoErr != nil:
+		e.ErrorCode, e.Error = "PROTOCOL_ERROR", protoErr.Error()
+	case o.failure != nil:
+		body, _ := json.Marshal(envelope{o.failure})
+		e.ErrorCode, e.Error = o.failure.Code, string(body)
+	case o.result != nil:
+		e.Result, _ = json.Marshal(o.result)
 	}
 	s.deps.Audit.Record(e)
 }
@@ -213,14 +221,28 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 	return b
 }
 
-// resultJSON is what the audit stores of a successful result: its
-// structured content, or its text when it has none.
-func resultJSON(r *mcp.CallToolResult) json.RawMessage {
-	if r.StructuredContent != nil {
-		if b, err := json.Marshal(r.StructuredContent); err == nil {
-			return b
+// clientOf names the client of a call: from the request's _meta (the
+// 2026-07-28 revision sends it with every request) or else from the
+// session's initialize.
+func clientOf(req *mcp.CallToolRequest) clientInfo {
+	if ci, ok := metaClient(req.Params.GetMeta()); ok {
+		return ci
+	}
+	if ss := req.Session; ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			return clientInfo{p.ClientInfo.Name, p.ClientInfo.Version}
 		}
 	}
-	b, _ := json.Marshal(map[string]string{"text": textOf(r)})
-	return b
+	return clientInfo{}
+}
+
+// metaClient reads clientInfo from a request's _meta.
+func metaClient(meta map[string]any) (clientInfo, bool) {
+	m, ok := meta[mcp.MetaKeyClientInfo].(map[string]any)
+	if !ok {
+		return clientInfo{}, false
+	}
+	name, _ := m["name"].(string)
+	ver, _ := m["version"].(string)
+	return clientInfo{name, ver}, name != ""
 }

@@ -129,8 +129,11 @@ func TestScopedKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, tool := range []string{"list_files", "search_docs"} {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"conversation_id": "conv-z", "query": "x"}})
+			for tool, args := range map[string]map[string]any{
+				"list_files":  {"conversation_id": "conv-z"},
+				"search_docs": {"conversation_id": "conv-z", "query": "x"},
+			} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 				if err != nil {
 					t.Fatal(err)
 				}

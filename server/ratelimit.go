@@ -10,12 +10,19 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 )
 
-// limiters holds one token bucket per tool.
+// limiters holds one token bucket per caller and tool: one tenant's calls
+// never spend another's tokens. A caller is an API key; without keys (stdio,
+// where each client runs its own process, or a loopback listener) all
+// callers share the tool's bucket.
 type limiters struct {
 	mu      sync.Mutex
 	cfg     func(tool string) config.RateLimit
-	buckets map[string]*bucket
+	buckets map[bucketKey]*bucket
 }
+
+// bucketKey names one bucket. Keys are the configured API keys' names, so
+// the map is bounded by keys × tools.
+type bucketKey struct{ caller, tool string }
 
 type bucket struct {
 	perMinute int
@@ -31,28 +38,28 @@ type limitState struct {
 }
 
 func newLimiters(cfg func(tool string) config.RateLimit) *limiters {
-	return &limiters{cfg: cfg, buckets: map[string]*bucket{}}
+	return &limiters{cfg: cfg, buckets: map[bucketKey]*bucket{}}
 }
 
-func (l *limiters) get(tool string) *bucket {
+func (l *limiters) get(caller, tool string) *bucket {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.buckets[tool]
+	b, ok := l.buckets[bucketKey{caller, tool}]
 	if !ok {
 		rl := l.cfg(tool)
 		b = &bucket{perMinute: rl.PerMinute, burst: rl.Burst}
 		if rl.PerMinute > 0 {
 			b.lim = rate.NewLimiter(rate.Limit(float64(rl.PerMinute)/60), rl.Burst)
 		}
-		l.buckets[tool] = b
+		l.buckets[bucketKey{caller, tool}] = b
 	}
 	return b
 }
 
-// allow takes one token from tool's bucket. When none is left it reports
-// how long until one is.
-func (l *limiters) allow(tool string, now time.Time) (bool, time.Duration) {
-	b := l.get(tool)
+// allow takes one token from the caller's bucket of tool. When none is left
+// it reports how long until one is.
+func (l *limiters) allow(caller, tool string, now time.Time) (bool, time.Duration) {
+	b := l.get(caller, tool)
 	if b.lim == nil {
 		return true, 0
 	}
@@ -67,10 +74,10 @@ func (l *limiters) allow(tool string, now time.Time) (bool, time.Duration) {
 	return true, 0
 }
 
-// state reports tool's bucket at now; ok is false when the tool is not
-// limited.
-func (l *limiters) state(tool string, now time.Time) (limitState, bool) {
-	b := l.get(tool)
+// state reports the caller's bucket of tool at now; ok is false when the
+// tool is not limited.
+func (l *limiters) state(caller, tool string, now time.Time) (limitState, bool) {
+	b := l.get(caller, tool)
 	if b.lim == nil {
 		return limitState{}, false
 	}

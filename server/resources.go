@@ -69,6 +69,19 @@ func (s *Server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
 }
 
+// resourceListMiddleware answers resources/list from the database: files
+// are listed as they are stored, not registered one by one.
+func (s *Server) resourceListMiddleware(id identity) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "resources/list" {
+				return next(ctx, method, req)
+			}
+			return s.listFileResources(ctx, id)
+		}
+	}
+}
+
 // listFileResources answers resources/list with the most recent ready files the
 // caller may see.
 func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListResourcesResult, error) {

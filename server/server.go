@@ -42,11 +42,16 @@ type Server struct {
 	limits  *limiters
 	metrics *metrics
 
-	mu       sync.Mutex
-	timeouts map[string]time.Duration // registered tools and their timeouts
-	servers  map[serverKey]*mcp.Server
-	cache    *ttlcache.Cache[string, *searxng.Response]
-	now      func() time.Time
+	// tools are the tools this server offers, by its configuration.
+	tools toolSet
+	// pending are the streamable HTTP POSTs being answered, for the
+	// X-RateLimit-* headers.
+	pending pendingCalls
+
+	mu      sync.Mutex
+	servers map[serverKey]*mcp.Server
+	cache   *ttlcache.Cache[string, *searxng.Response]
+	now     func() time.Time
 
 	// active counts MCP requests being handled, so that a shutdown can
 	// let them finish before it ends the event streams that carry their
@@ -65,17 +70,17 @@ type serverKey struct {
 // stdout when stdio is served.
 func New(cfg config.Config, deps Deps, log *slog.Logger, version string) *Server {
 	s := &Server{
-		cfg:      cfg,
-		deps:     deps,
-		log:      log,
-		version:  version,
-		limits:   newLimiters(cfg.RateLimitFor),
-		metrics:  newMetrics(),
-		timeouts: map[string]time.Duration{},
-		cache:    ttlcache.New[string, *searxng.Response](cfg.WebSearchCacheSize, cfg.WebSearchCacheTTL),
-		now:      time.Now,
+		cfg:     cfg,
+		deps:    deps,
+		log:     log,
+		version: version,
+		limits:  newLimiters(cfg.RateLimitFor),
+		metrics: newMetrics(),
+		cache:   ttlcache.New[string, *searxng.Response](cfg.WebSearchCacheSize, cfg.WebSearchCacheTTL),
+		now:     time.Now,
 	}
 	s.servers = map[serverKey]*mcp.Server{}
+	s.tools = s.enabledTools()
 	s.MCP("stdio")
 	s.registerDeps()
 	return s
@@ -112,35 +117,14 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	m.AddReceivingMiddleware(s.toolMiddleware(transport, id))
-	if s.deps.Search != nil && s.cfg.WebSearchEnabled {
-		s.addWebSearch(m)
+	for _, d := range s.tools.defs {
+		d.add(s, m, d.tool)
 	}
 	if s.docsOn() {
-		s.addDocsTools(m)
+		m.AddReceivingMiddleware(s.resourceListMiddleware(id))
 		s.addFileResources(m)
 	}
 	return m
-}
-
-// addTool registers a typed tool with its own timeout. Every tool is
-// registered through here so that the middleware knows its timeout.
-func addTool[In, Out any](s *Server, m *mcp.Server, t *mcp.Tool, timeout time.Duration, h mcp.ToolHandlerFor[In, Out]) {
-	if timeout <= 0 {
-		timeout = s.cfg.ToolTimeout
-	}
-	s.mu.Lock()
-	s.timeouts[t.Name] = timeout
-	s.mu.Unlock()
-	mcp.AddTool(m, t, h)
-}
-
-// timeoutFor returns a registered tool's timeout; ok is false for a tool
-// no server offers.
-func (s *Server) timeoutFor(tool string) (d time.Duration, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok = s.timeouts[tool]
-	return d, ok
 }
 
 func (s *Server) docsOn() bool { return s.deps.Docs != nil && s.cfg.DocsEnabled }

@@ -196,7 +196,9 @@ func TestWebSearchInvalidArguments(t *testing.T) {
 		{"max_results negative", map[string]any{"query": "x", "max_results": -1}, "send 1 to 10"},
 		{"unknown category", map[string]any{"query": "x", "categories": []string{"nope"}}, "general, images"},
 		{"bad time_range", map[string]any{"query": "x", "time_range": "decade"}, "day, week, month or year"},
-		{"bad safesearch", map[string]any{"query": "x", "safesearch": 7}, "0 (off)"},
+		{"bad safesearch", map[string]any{"query": "x", "safesearch": 7}, "send 0 to 2"},
+		{"unknown argument", map[string]any{"query": "x", "lang": "de"}, `unknown argument "lang"`},
+		{"fraction", map[string]any{"query": "x", "page": 1.5}, "integer"},
 		{"wrong type", map[string]any{"query": "x", "max_results": "five"}, "integer"},
 		{"query not a string", map[string]any{"query": 42}, "string"},
 	}
@@ -323,14 +325,16 @@ func TestDisabledToolIsNotListed(t *testing.T) {
 }
 
 func TestPanicBecomesToolError(t *testing.T) {
-	h := newHarness(t, nil)
-	res, err := h.srv.callTool(context.Background(), "web_search", nil, func(context.Context) (mcp.Result, error) {
+	c := &call{Tool: "web_search"}
+	ctx := withCall(context.Background(), c)
+	h := typed(slog.New(slog.DiscardHandler), func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
 		panic("boom")
 	})
-	if err != nil {
-		t.Fatal(err)
+	_, _, err := h(ctx, nil, WebSearchInput{Query: "q"})
+	if err == nil {
+		t.Fatal("a panic returned no error")
 	}
-	if te := toolErr(t, res.(*mcp.CallToolResult)); te.Code != CodeToolError {
+	if te := c.outcome().failure; te == nil || te.Code != CodeToolError || !strings.Contains(te.Message, "keeps running") {
 		t.Errorf("got %+v", te)
 	}
 }
@@ -340,24 +344,31 @@ func TestToolErrorMapping(t *testing.T) {
 	tests := []struct {
 		err       error
 		code      string
+		status    int
 		retryable bool
 	}{
-		{badArg("x"), CodeToolError, false},
-		{context.DeadlineExceeded, CodeTimeout, true},
-		{searxng.ErrTimeout, CodeTimeout, true},
-		{searxng.ErrUnreachable, CodeToolError, true},
-		{searxng.ErrFormatDisabled, CodeToolError, false},
-		{fmt.Errorf("docs: search: %w", docs.ErrUnavailable), CodeToolError, true},
-		{fmt.Errorf("docs: search: %w", docs.ErrClosed), CodeToolError, true},
-		{fmt.Errorf("docs: get chunk: %w", docs.ErrInvalidID), CodeToolError, false},
-		{fmt.Errorf("embed: ollama: %w", embed.ErrUnavailable), CodeToolError, true},
-		{fmt.Errorf("x: %w", errForbiddenConversation), CodeAuthError, false},
-		{errors.New("anything else"), CodeToolError, false},
+		{badArg("x"), CodeToolError, 400, false},
+		{context.DeadlineExceeded, CodeTimeout, 504, true},
+		{searxng.ErrTimeout, CodeTimeout, 504, true},
+		{searxng.ErrUnreachable, CodeToolError, 503, true},
+		{searxng.ErrFormatDisabled, CodeToolError, 502, false},
+		{fmt.Errorf("docs: search: %w", docs.ErrUnavailable), CodeToolError, 503, true},
+		{fmt.Errorf("docs: search: %w", docs.ErrClosed), CodeToolError, 503, true},
+		{fmt.Errorf("docs: submit: %w", docs.ErrBusy), CodeToolError, 503, true},
+		{fmt.Errorf("docs: get chunk: %w", docs.ErrInvalidID), CodeToolError, 400, false},
+		{fmt.Errorf("docs: get file: %w", docs.ErrNotFound), CodeToolError, 404, false},
+		{fmt.Errorf("docs: submit: %w", docs.ErrTooLarge), CodeToolError, 413, false},
+		{fmt.Errorf("docs: submit: %w", docs.ErrUnsupportedType), CodeToolError, 415, false},
+		{fmt.Errorf("embed: ollama: %w", embed.ErrUnavailable), CodeToolError, 503, true},
+		{fmt.Errorf("x: %w", errForbiddenConversation), CodeAuthError, 403, false},
+		{errNoKey, CodeAuthError, 401, false},
+		{&rateLimited{tool: "web_search", wait: time.Second}, CodeRateLimited, 429, true},
+		{errors.New("anything else"), CodeToolError, 500, false},
 	}
 	for _, tt := range tests {
-		te := toolError(ctx, tt.err)
-		if te.Code != tt.code || te.Retryable != tt.retryable {
-			t.Errorf("toolError(%v) = %+v, want %s retryable=%v", tt.err, te, tt.code, tt.retryable)
+		te := classify(ctx, tt.err)
+		if te.Code != tt.code || te.Status != tt.status || te.Retryable != tt.retryable {
+			t.Errorf("classify(%v) = %+v, want %s %d retryable=%v", tt.err, te, tt.code, tt.status, tt.retryable)
 		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/searxng"
@@ -75,8 +75,11 @@ type UnresponsiveEngine struct {
 	Reason string `json:"reason"`
 }
 
-func (s *Server) addWebSearch(m *mcp.Server) {
-	addTool(s, m, &mcp.Tool{
+// scope: web_search touches no conversation.
+func (WebSearchInput) scope() scope { return noConversation() }
+
+func webSearchTool() *mcp.Tool {
+	return &mcp.Tool{
 		Name:  "web_search",
 		Title: "Web search",
 		Description: "Search the web through the operator's SearXNG metasearch instance. " +
@@ -84,10 +87,28 @@ func (s *Server) addWebSearch(m *mcp.Server) {
 			"Returns numbered results with title, URL and snippet (plus direct answers, suggestions and engines that did not respond). " +
 			"Quote URLs from the results; do not invent them.",
 		Annotations: &mcp.ToolAnnotations{Title: "Web search", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
-	}, s.cfg.WebSearchTimeout, s.webSearch)
+	}
 }
 
-func (s *Server) webSearch(ctx context.Context, _ *mcp.CallToolRequest, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
+// webSearchSchema publishes web_search's limits; max_results depends on
+// the operator's setting.
+func (s *Server) webSearchSchema(sc *jsonschema.Schema) {
+	q := prop(sc, "query")
+	q.MinLength, q.MaxLength = ptr(1), ptr(maxQueryRunes)
+	m := prop(sc, "max_results")
+	m.Minimum, m.Maximum = ptr(1.0), ptr(float64(s.cfg.WebSearchMaxResults))
+	prop(sc, "language").MaxLength = ptr(16)
+	c := prop(sc, "categories")
+	c.Items.Enum = enum(searxngCategories...)[1:]
+	c.MaxItems = ptr(len(searxngCategories))
+	prop(sc, "time_range").Enum = enum(timeRanges...)
+	p := prop(sc, "page")
+	p.Minimum, p.Maximum = ptr(1.0), ptr(50.0)
+	ss := prop(sc, "safesearch")
+	ss.Minimum, ss.Maximum = ptr(0.0), ptr(2.0)
+}
+
+func (s *Server) webSearch(ctx context.Context, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
 	req, max, err := s.webSearchRequest(in)
 	if err != nil {
 		return nil, WebSearchOutput{}, err
@@ -108,55 +129,34 @@ func (s *Server) webSearch(ctx context.Context, _ *mcp.CallToolRequest, in WebSe
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: webSearchText(out)}}}, out, nil
 }
 
-// webSearchRequest validates in and turns it into a SearXNG request. Every
-// message says what to send instead.
+// webSearchRequest turns in, whose ranges and enums the input schema has
+// checked, into a SearXNG request.
 func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, error) {
 	q := strings.Join(strings.Fields(in.Query), " ")
 	if q == "" {
-		return searxng.Request{}, 0, badArg("query is empty: send the words to search for")
+		return searxng.Request{}, 0, badArg("query is blank: send the words to search for")
 	}
-	if n := utf8.RuneCountInString(q); n > maxQueryRunes {
-		return searxng.Request{}, 0, badArg("query has %d characters: send at most %d", n, maxQueryRunes)
-	}
-	limit := s.cfg.WebSearchMaxResults
 	max := in.MaxResults
 	if max == 0 {
-		max = min(5, limit)
-	}
-	if max < 1 || max > limit {
-		return searxng.Request{}, 0, badArg("max_results %d is out of range: send 1 to %d", in.MaxResults, limit)
+		max = min(5, s.cfg.WebSearchMaxResults)
 	}
 	cats := []string{"general"}
 	if len(in.Categories) > 0 {
 		cats = cats[:0]
 		for _, c := range in.Categories {
-			c = strings.ToLower(strings.TrimSpace(c))
-			if !slices.Contains(searxngCategories, c) {
-				return searxng.Request{}, 0, badArg("unknown category %q: send one or more of %s", c, strings.Join(searxngCategories, ", "))
-			}
 			if !slices.Contains(cats, c) {
 				cats = append(cats, c)
 			}
 		}
 	}
-	tr := strings.ToLower(strings.TrimSpace(in.TimeRange))
-	if tr != "" && !slices.Contains(timeRanges, tr) {
-		return searxng.Request{}, 0, badArg("unknown time_range %q: send day, week, month or year, or leave it out", in.TimeRange)
-	}
-	if in.Page < 0 || in.Page > 50 {
-		return searxng.Request{}, 0, badArg("page %d is out of range: send 1 to 50", in.Page)
-	}
-	if in.SafeSearch != nil && (*in.SafeSearch < 0 || *in.SafeSearch > 2) {
-		return searxng.Request{}, 0, badArg("safesearch %d is out of range: send 0 (off), 1 (moderate) or 2 (strict)", *in.SafeSearch)
-	}
 	lang := strings.TrimSpace(in.Language)
 	if strings.EqualFold(lang, "auto") {
 		lang = ""
 	}
-	if len(lang) > 16 || strings.ContainsAny(lang, " &?=/") {
+	if strings.ContainsAny(lang, " &?=/") {
 		return searxng.Request{}, 0, badArg("language %q is not a language code: send a code such as en, de or fr-CA, or auto", in.Language)
 	}
-	return searxng.Request{Query: q, Categories: cats, Language: lang, TimeRange: tr, Page: max0(in.Page), SafeSearch: in.SafeSearch}, max, nil
+	return searxng.Request{Query: q, Categories: cats, Language: lang, TimeRange: in.TimeRange, Page: max0(in.Page), SafeSearch: in.SafeSearch}, max, nil
 }
 
 func max0(n int) int {

@@ -30,7 +30,8 @@ type environment struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	lookup func(string) (string, bool)
+	// environ is the process environment, as os.Environ gives it.
+	environ []string
 }
 
 func commands() []command {
@@ -48,7 +49,7 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &environment{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, lookup: os.LookupEnv}
+	env := &environment{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}
 	err := run(ctx, env, os.Args[1:])
 	stop()
 	if err != nil {

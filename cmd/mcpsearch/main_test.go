@@ -18,10 +18,11 @@ import (
 func runCLI(t *testing.T, vars map[string]string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &environment{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, lookup: func(k string) (string, bool) {
-		v, ok := vars[k]
-		return v, ok
-	}}
+	var environ []string
+	for k, v := range vars {
+		environ = append(environ, k+"="+v)
+	}
+	env := &environment{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, environ: environ}
 	err = run(context.Background(), env, args)
 	return out.String(), errb.String(), err
 }
@@ -50,6 +51,9 @@ func TestCommands(t *testing.T) {
 		{name: "eval needs a dataset", args: []string{"eval"}, exit: 2},
 		{name: "audit needs a command", args: []string{"audit"}, exit: 2},
 		{name: "migrate needs a database", args: []string{"migrate"}, exit: 2},
+		{name: "misspelt variable warns", vars: map[string]string{"MCP_web_search_timout_ms": "5"}, args: []string{"config"},
+			stderr: "did you mean MCP_web_search_timeout_ms?"},
+		{name: "rate limit of an unknown tool", vars: map[string]string{"MCP_web_serch_rate_limit_burst": "3"}, args: []string{"config"}, exit: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +73,11 @@ func TestCommands(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := runCLI(t, map[string]string{"MCP_web_search_timeout_ms": "fast"}, "serve")
+	_, _, err := runCLI(t, map[string]string{"MCP_web_serch_rate_limit_burst": "3"}, "config")
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "web_serch"`) {
+		t.Errorf("a rate limit of an unknown tool gave %v, want an error naming the tool", err)
+	}
+	_, _, err = runCLI(t, map[string]string{"MCP_web_search_timeout_ms": "fast"}, "serve")
 	if err == nil || !strings.Contains(err.Error(), "MCP_web_search_timeout_ms") {
 		t.Errorf("bad value error %v does not name the variable", err)
 	}

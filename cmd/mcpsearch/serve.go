@@ -24,7 +24,7 @@ import (
 // validates the result. Flags override the environment.
 func loadConfig(env *environment, name string, args []string, extra func(fs *flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
 	cfg := config.Default()
-	if err := cfg.LoadEnv(env.lookup); err != nil {
+	if err := cfg.LoadEnv(env.environ); err != nil {
 		return cfg, nil, usageError{err}
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -36,8 +36,11 @@ func loadConfig(env *environment, name string, args []string, extra func(fs *fla
 	if err := fs.Parse(args); err != nil {
 		return cfg, fs, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), server.CheckToolSettings(cfg)); err != nil {
 		return cfg, fs, usageError{fmt.Errorf("invalid configuration:\n%w", err)}
+	}
+	for _, w := range config.UnknownVars(env.environ, server.ToolNames()) {
+		fmt.Fprintln(env.stderr, "mcpsearch: warning:", w)
 	}
 	return cfg, fs, nil
 }
@@ -143,7 +146,7 @@ func runConfig(_ context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, kv := range cfg.Describe() {
+	for _, kv := range cfg.Describe(server.ToolNames()) {
 		fmt.Fprintf(env.stdout, "%s=%s\n", kv[0], kv[1])
 	}
 	return nil

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// call is what the server knows of one tool call, decoded once and carried
+// in the context from the middleware through the tool handler and back: rate
+// limiting, the scope check, logs, metrics, audit and the X-RateLimit-*
+// headers all read it instead of parsing the request again.
+type call struct {
+	Tool      string
+	Transport string
+	Identity  identity
+	Session   string
+	RequestID string
+	Client    clientInfo
+	Start     time.Time
+	// Args are the arguments as the client sent them, for the audit.
+	Args json.RawMessage
+
+	mu sync.Mutex
+	// conversation is the conversation the call touches, known once the
+	// tool's input is decoded (or, for get_chunk, once the chunk is read).
+	conversation string
+	// ran is set when the typed handler is reached: arguments that never
+	// reach it were refused by the input schema.
+	ran bool
+	// failure is the contract error the call ended with; nil on success.
+	failure *ToolError
+	// result is the structured content of a successful call.
+	result any
+}
+
+// clientInfo names the client program, from initialize or the request's
+// _meta.
+type clientInfo struct {
+	Name, Version string
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callFrom returns the call being handled; a zero call outside a tool call,
+// so that handlers can be tested on their own.
+func callFrom(ctx context.Context) *call {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c
+	}
+	return &call{}
+}
+
+func (c *call) setConversation(conv string) {
+	c.mu.Lock()
+	c.conversation = conv
+	c.mu.Unlock()
+}
+
+func (c *call) setRan() {
+	c.mu.Lock()
+	c.ran = true
+	c.mu.Unlock()
+}
+
+func (c *call) fail(te *ToolError) {
+	c.mu.Lock()
+	c.failure = te
+	c.mu.Unlock()
+}
+
+func (c *call) succeed(result any) {
+	c.mu.Lock()
+	c.result = result
+	c.mu.Unlock()
+}
+
+// outcome is a snapshot of how the call ended.
+type outcome struct {
+	conversation string
+	ran          bool
+	failure      *ToolError
+	result       any
+}
+
+func (c *call) outcome() outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return outcome{c.conversation, c.ran, c.failure, c.result}
+}
+
+// scope is how a tool's input names the conversation the call touches, so
+// that a key limited to some conversations is checked before any tool runs.
+// Every tool input declares it: a new tool cannot skip the check by naming
+// its argument differently.
+type scope struct {
+	// conversation is the conversation the input names; "" with
+	// perResult or none.
+	conversation string
+	// perResult marks tools that learn the conversation from what they
+	// read (get_chunk); the handler checks it with allowConversation.
+	perResult bool
+}
+
+// scoped is implemented by every tool input.
+type scoped interface {
+	scope() scope
+}
+
+// noConversation is the scope of tools that touch no conversation.
+func noConversation() scope { return scope{} }
+
+// inConversation is the scope of a tool that names its conversation.
+func inConversation(conv string) scope { return scope{conversation: conv} }
+
+// allowConversation records that the call touches conv and reports whether
+// its caller may. Tools whose scope is perResult call it once they know.
+func allowConversation(ctx context.Context, conv string) error {
+	callFrom(ctx).setConversation(conv)
+	if !identityFrom(ctx).allows(conv) {
+		return errForbiddenConversation
+	}
+	return nil
+}
