@@ -60,6 +60,9 @@ type Config struct {
 	APIKeys        []string
 	APIKeysFile    string
 	AllowedOrigins []string
+	// AllowedHosts are Host header values accepted on a loopback listener
+	// besides loopback names (a reverse proxy on the same machine).
+	AllowedHosts []string
 
 	EmbedProvider   string
 	EmbedModel      string
@@ -198,6 +201,10 @@ func vars() []envVar {
 			c.AllowedOrigins = splitList(v)
 			return nil
 		}, func(c *Config) string { return strings.Join(c.AllowedOrigins, ",") }},
+		{"MCP_allowed_hosts", "allowed-hosts", "comma-separated Host header values accepted on a loopback listener besides localhost and loopback addresses (a reverse proxy on the same machine)", func(c *Config, v string) error {
+			c.AllowedHosts = splitList(v)
+			return nil
+		}, func(c *Config) string { return strings.Join(c.AllowedHosts, ",") }},
 		{"MCP_embed_provider", "embed-provider", "local, openai or ollama", func(c *Config, v string) error {
 			c.EmbedProvider = v
 			return nil

@@ -191,6 +191,16 @@ func (s *Server) protect(next http.Handler) http.Handler {
 	})
 }
 
+// authenticated reports whether r carries a valid key, or no keys are
+// asked for.
+func (s *Server) authenticated(r *http.Request) bool {
+	if len(s.deps.APIKeys) == 0 || s.cfg.Auth == "none" {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "bearer") && s.match(strings.TrimSpace(token)) != nil
+}
+
 // originAllowed accepts listed origins and, on a loopback listener,
 // loopback origins (a local browser tool), and nothing else: a page on
 // another site must not reach a local server through DNS rebinding.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -196,12 +197,18 @@ func (s *Server) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToo
 
 func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
 	id := strings.TrimSpace(in.ChunkID)
+	// Another tenant's chunk is answered exactly like an unknown one, so
+	// that ids reveal nothing across tenants.
+	notFound := fmt.Errorf("get chunk: no chunk %s: %w", id, docs.ErrNotFound)
 	c, err := s.deps.Docs.GetChunk(ctx, id)
+	if errors.Is(err, docs.ErrNotFound) {
+		return nil, GetChunkOutput{}, notFound
+	}
 	if err != nil {
 		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %s: %w", id, err)
 	}
-	if err := allowConversation(ctx, c.ConversationID); err != nil {
-		return nil, GetChunkOutput{}, err
+	if allowConversation(ctx, c.ConversationID) != nil {
+		return nil, GetChunkOutput{}, notFound
 	}
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
 		PageNumber: page(c.PageNumber), CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}

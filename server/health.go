@@ -52,9 +52,18 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 		checks["audit"] = auditCheck(s.deps.Audit)
 	}
 	status, code := "ready", http.StatusOK
-	for _, c := range checks {
+	for name, c := range checks {
 		if c.Status == "down" {
 			status, code = "unavailable", http.StatusServiceUnavailable
+		}
+		// Error texts name users, databases and hosts: they go to the log
+		// and to authenticated callers only.
+		if c.Error != "" {
+			s.log.Warn("readiness", "dependency", name, "status", c.Status, "error", c.Error)
+			if !s.authenticated(r) {
+				c.Error, c.Detail = "", ""
+				checks[name] = c
+			}
 		}
 	}
 	writeJSON(w, code, map[string]any{"status": status, "checks": checks})

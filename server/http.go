@@ -26,17 +26,15 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.Serves("http") {
 		streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serverFor("http", identityFrom(r.Context())) },
 			&mcp.StreamableHTTPOptions{Stateless: s.cfg.Stateless, Logger: s.log, MaxRequestBodyBytes: maxMCPBody})
-		mux.Handle("/mcp", s.protect(s.rateLimitHeaders(streamable)))
+		mux.Handle("/mcp", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.rateLimitHeaders(streamable)))))
 	}
 	if s.cfg.Serves("sse") {
-		sse := mcp.NewSSEHandler(func(r *http.Request) *mcp.Server { return s.serverFor("sse", identityFrom(r.Context())) },
-			&mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
-		mux.Handle("/sse", s.protect(sse))
+		mux.Handle("/sse", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.newSSEHandler()))))
 	}
 	if s.docsOn() {
 		api := http.NewServeMux()
 		s.apiRoutes(api)
-		mux.Handle("/v1/", s.protect(api))
+		mux.Handle("/v1/", bodyDeadline(uploadBodyTimeout, s.protect(api)))
 	}
 	mux.Handle("GET /metrics", s.protect(s.metricsHandler()))
 	mux.HandleFunc("GET /readyz", s.readiness)
@@ -44,7 +42,7 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
-	return s.withRequestLog(mux)
+	return s.withRequestLog(s.checkHost(mux))
 }
 
 // ServeHTTP listens on the configured address until ctx is done, then
@@ -55,7 +53,8 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	// No WriteTimeout: SSE streams stay open for as long as the client
-	// listens. ReadTimeout leaves room for a large upload on a slow link.
+	// listens. No ReadTimeout either: each route gives its request body a
+	// deadline of its own (bodyDeadline), which event streams do not need.
 	// Every request's context derives from streams, which shutdown cancels
 	// to end the event streams (SSE, streamable HTTP GET) that would
 	// otherwise keep their connections busy forever.
@@ -65,7 +64,6 @@ func (s *Server) ServeHTTP(ctx context.Context, ready func(addr net.Addr)) error
 		BaseContext:       func(net.Listener) context.Context { return streams },
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       10 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}

@@ -53,11 +53,21 @@ const (
 
 func keyedServer(t *testing.T) (*harness, *httptest.Server) {
 	t.Helper()
+	return keyedServerWith(t, nil)
+}
+
+func keyedServerWith(t *testing.T, tweak func(*config.Config)) (*harness, *httptest.Server) {
+	t.Helper()
 	keys, err := LoadAPIKeys([]string{fullKey}, strings.NewReader("# keys\n"+scopedKey+" name=tenant-a conversations=conv-a,conv-b\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessDeps(t, func(c *config.Config) { c.Transports = []string{"http", "sse"} }, func(d *Deps) {
+	h := newHarnessDeps(t, func(c *config.Config) {
+		c.Transports = []string{"http", "sse"}
+		if tweak != nil {
+			tweak(c)
+		}
+	}, func(d *Deps) {
 		d.APIKeys = keys
 		d.Docs = openStore(t, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
 	})

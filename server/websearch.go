@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,6 +136,9 @@ func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, erro
 	q := strings.Join(strings.Fields(in.Query), " ")
 	if q == "" {
 		return searxng.Request{}, 0, badArg("query is blank: send the words to search for")
+	}
+	if strings.IndexFunc(q, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) >= 0 {
+		return searxng.Request{}, 0, badArg("query holds a control character or invalid text: send plain words")
 	}
 	max := in.MaxResults
 	if max == 0 {

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Body read timeouts. A request's body must arrive within its timeout, so a
+// client that trickles bytes cannot hold a connection for long; the
+// deadline is lifted once the body is read, so a long tool call that
+// follows is not cut off.
+const (
+	mcpBodyTimeout    = 30 * time.Second
+	uploadBodyTimeout = 5 * time.Minute
+)
+
+// maxPendingPerSSESession bounds the POSTs waiting to hand a message to one
+// SSE session. A client that never reads its event stream fills the
+// session's queue; further POSTs then wait, each holding a goroutine and a
+// body, so past this bound they are refused.
+const maxPendingPerSSESession = 16
+
+// checkHost refuses, on a loopback listener, requests whose Host header
+// names another host: a web page whose domain was re-pointed at 127.0.0.1
+// (DNS rebinding) sends its own domain as Host. Every route is covered,
+// metrics and the upload API included, since a same-origin request carries
+// no Origin header to check. Hosts listed in MCP_allowed_hosts are
+// accepted, for a reverse proxy on the same machine.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local != nil && isLoopbackAddr(local.String()) && !s.hostAllowed(r.Host) {
+			writeError(w, r, &ToolError{Code: CodeAuthError, Status: http.StatusForbidden,
+				Message: fmt.Sprintf("host %q is not allowed on this loopback listener (MCP_allowed_hosts)", clip(r.Host, 80))})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "" || isLoopbackHost(host) {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) || strings.EqualFold(a, hostport) })
+}
+
+// bodyDeadline gives a request's body d to arrive.
+func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts the read deadline once the body is read.
+type deadlineBody struct {
+	io.ReadCloser
+	lift func()
+	once sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.lift)
+	}
+	return n, err
+}
+
+// jsonTooLarge answers the SDK's plain-text 413 for an oversized MCP
+// message with the contract's error body.
+func jsonTooLarge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxMCPBody {
+			writeError(w, r, tooLargeMessage())
+			return
+		}
+		next.ServeHTTP(&statusRewriter{ResponseWriter: w, r: r}, r)
+	})
+}
+
+func tooLargeMessage() error {
+	return &ToolError{Code: CodeToolError, Status: http.StatusRequestEntityTooLarge,
+		Message: fmt.Sprintf("the MCP message is larger than %d MB: send smaller arguments", maxMCPBody>>20)}
+}
+
+// statusRewriter replaces a 413 written by the SDK with the contract's body.
+type statusRewriter struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (w *statusRewriter) WriteHeader(code int) {
+	if code == http.StatusRequestEntityTooLarge && !w.replaced {
+		w.replaced = true
+		w.ResponseWriter.Header().Del("Content-Length")
+		writeError(w.ResponseWriter, w.r, tooLargeMessage())
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRewriter) Write(p []byte) (int, error) {
+	if w.replaced {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusRewriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusRewriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sseHandler serves legacy SSE with one SDK handler per API key: a session
+// lives in the handler of the key that opened it, so a POST with another
+// key does not find it (404), and calls always run with the scope, limits
+// and audit name of the key that opened the session. It also bounds the
+// POSTs waiting on one session.
+type sseHandler struct {
+	s        *Server
+	mu       sync.Mutex
+	handlers map[string]*mcp.SSEHandler
+	pending  map[string]int
+}
+
+func (s *Server) newSSEHandler() *sseHandler {
+	return &sseHandler{s: s, handlers: map[string]*mcp.SSEHandler{}, pending: map[string]int{}}
+}
+
+func (h *sseHandler) forKey(id identity) *mcp.SSEHandler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := id.name()
+	sh, ok := h.handlers[k]
+	if !ok {
+		srv := h.s.serverFor("sse", id)
+		sh = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
+		h.handlers[k] = sh
+	}
+	return sh
+}
+
+func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := identityFrom(r.Context())
+	sh := h.forKey(id)
+	session := r.URL.Query().Get("sessionid")
+	if r.Method != http.MethodPost || session == "" {
+		sh.ServeHTTP(w, r)
+		return
+	}
+	pk := id.name() + "\x00" + session
+	h.mu.Lock()
+	if h.pending[pk] >= maxPendingPerSSESession {
+		h.mu.Unlock()
+		writeError(w, r, &ToolError{Code: CodeToolError, Status: http.StatusServiceUnavailable, Retryable: true,
+			Message: "too many messages are waiting for this SSE session: read the event stream, then send again"})
+		return
+	}
+	h.pending[pk]++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if h.pending[pk]--; h.pending[pk] <= 0 {
+			delete(h.pending, pk)
+		}
+		h.mu.Unlock()
+	}()
+	sh.ServeHTTP(w, r)
+}
