@@ -17,10 +17,17 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
+// testStore is a Store and an Ingester on it, as the server wires them.
+type testStore struct {
+	*Store
+	*Ingester
+}
+
 // newStore opens a Store with the local embedder on a fresh database.
-func newStore(t testing.TB, opts Options) (*Store, string) {
+func newStore(t testing.TB, opts IngestOptions) (*testStore, string) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
 	emb, err := embed.NewLocal(384)
@@ -30,14 +37,32 @@ func newStore(t testing.TB, opts Options) (*Store, string) {
 	return openStore(t, url, emb, opts), url
 }
 
-func openStore(t testing.TB, url string, emb embed.Embedder, opts Options) *Store {
+// openStore opens a pool on url, a Store on it and an Ingester on the Store,
+// all closed when the test ends.
+func openStore(t testing.TB, url string, emb embed.Embedder, opts IngestOptions) *testStore {
 	t.Helper()
-	s, err := Open(context.Background(), url, emb, opts)
+	pool := openPool(t, url)
+	s, err := NewStore(pool, emb, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
-	return s
+	in, err := NewIngester(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return &testStore{Store: s, Ingester: in}
+}
+
+// openPool opens a pool on url, closed when the test ends.
+func openPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pg.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // wordEmbedder is a feature-hashing embedder over whole words of letters
@@ -124,7 +149,7 @@ func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 }
 
 // waitFiles polls until the conversation has want files, none processing.
-func waitFiles(t testing.TB, s *Store, conversationID string, want int) []File {
+func waitFiles(t testing.TB, s *testStore, conversationID string, want int) []File {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

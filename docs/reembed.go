@@ -29,14 +29,8 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 	if to == nil {
 		return errors.New("docs: reembed: nil embedder")
 	}
-	if err := s.checkOpen("docs: reembed"); err != nil {
-		return err
-	}
 	if err := checkEmbedder(to); err != nil {
 		return fmt.Errorf("docs: reembed: %w", err)
-	}
-	if err := s.checkOpen("docs: reembed"); err != nil {
-		return err
 	}
 	s.setEmbedder(to)
 	if err := s.EnsureModelIndex(ctx, to.Model(), to.Dimensions()); err != nil {
@@ -117,21 +111,13 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	if err != nil {
 		return dbError("read chunks", err)
 	}
-	vecs := make([][]float32, 0, len(chunks))
-	for start := 0; start < len(chunks); start += embedBatch {
-		batch := chunks[start:min(start+embedBatch, len(chunks))]
-		texts := make([]string, len(batch))
-		for i, c := range batch {
-			texts[i] = c.content
-		}
-		out, err := to.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("embed: %w", err)
-		}
-		if err := checkVectors(to, len(texts), out); err != nil {
-			return err
-		}
-		vecs = append(vecs, out...)
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.content
+	}
+	vecs, err := embedAll(ctx, to, texts)
+	if err != nil {
+		return err
 	}
 
 	tx, err := s.pool.Begin(ctx)

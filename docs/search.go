@@ -3,7 +3,6 @@ package docs
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -49,14 +48,17 @@ const (
 	Keyword Mode = "keyword"
 )
 
+// Modes returns the search modes, the default first.
+func Modes() []Mode { return []Mode{Hybrid, Vector, Keyword} }
+
 // Query is a search over one conversation's ready files.
 type Query struct {
 	// Text is what to look for: 1 to MaxQueryRunes characters.
 	Text string
 	// ConversationID selects the files searched.
 	ConversationID string
-	// TopK is the most chunks returned: 0 means DefaultTopK, values above
-	// MaxTopK are lowered to it.
+	// TopK is the most chunks returned, at most MaxTopK: 0 means
+	// DefaultTopK.
 	TopK int
 	// Threshold is the least cosine similarity, 0..1, a chunk needs in
 	// Vector mode, and in Hybrid mode unless it matched keywords. Keyword
@@ -120,12 +122,9 @@ type candidate struct {
 //     fused score.
 //
 // Errors wrap ErrEmptyQuery (no text), ErrInvalidArgument (text over
-// MaxQueryRunes characters, empty conversation id, threshold outside 0..1,
-// negative TopK, unknown mode), ErrUnavailable or the embedder's error.
+// MaxQueryRunes characters, a conversation id CheckConversationID refuses,
+// threshold outside 0..1, TopK outside 0..MaxTopK, unknown mode), ErrUnavailable or the embedder's error.
 func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
-	if err := s.checkOpen("docs: search"); err != nil {
-		return nil, err
-	}
 	q, err := checkQuery(q)
 	if err != nil {
 		return nil, err
@@ -206,9 +205,11 @@ func checkQuery(q Query) (Query, error) {
 	if !utf8.ValidString(q.Text) || strings.ContainsRune(q.Text, 0) {
 		return q, fmt.Errorf("docs: search: %w: the query is not valid UTF-8 text", ErrInvalidArgument)
 	}
-	if err := checkConversationID(q.ConversationID); err != nil {
+	conv, err := CheckConversationID(q.ConversationID)
+	if err != nil {
 		return q, err
 	}
+	q.ConversationID = conv
 	if math.IsNaN(q.Threshold) || q.Threshold < 0 || q.Threshold > 1 {
 		return q, fmt.Errorf("docs: search: %w: threshold %v is outside 0..1", ErrInvalidArgument, q.Threshold)
 	}
@@ -218,7 +219,7 @@ func checkQuery(q Query) (Query, error) {
 	case q.TopK == 0:
 		q.TopK = DefaultTopK
 	case q.TopK > MaxTopK:
-		q.TopK = MaxTopK
+		return q, fmt.Errorf("docs: search: %w: top_k %d is above the limit; send 1 to %d", ErrInvalidArgument, q.TopK, MaxTopK)
 	}
 	switch q.Mode {
 	case "":
@@ -231,27 +232,16 @@ func checkQuery(q Query) (Query, error) {
 }
 
 // iterativeScan reports whether the server's pgvector supports
-// hnsw.iterative_scan (0.8.0 and later), asking once per Store.
+// hnsw.iterative_scan (0.8.0 and later).
 func (s *Store) iterativeScan(ctx context.Context) (bool, error) {
 	if s.forceExactFallback {
 		return false, nil
 	}
-	s.iterMu.Lock()
-	defer s.iterMu.Unlock()
-	if s.iterative != nil {
-		return *s.iterative, nil
-	}
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("docs: search: %w: the vector extension is not installed", ErrSchemaOutdated)
-	}
+	v, err := s.pgvectorVersion(ctx)
 	if err != nil {
-		return false, dbError("docs: search", err)
+		return false, err
 	}
-	ok := versionAtLeast(v, 0, 8)
-	s.iterative = &ok
-	return ok, nil
+	return versionAtLeast(v, 0, 8), nil
 }
 
 // versionAtLeast reports whether a "major.minor[.patch]" version is at least

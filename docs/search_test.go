@@ -24,7 +24,7 @@ import (
 func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
-	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, Options{})
+	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, IngestOptions{})
 	ctx := context.Background()
 	const conv = "codes"
 	target, err := s.Ingest(ctx, conv, "incident.txt", "", []byte("Incident: the payment service crashed with ERR-4471 after the certificate rotation."))
@@ -66,7 +66,7 @@ func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
 
 func TestThresholdAndScorePerMode(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 300, Overlap: 0}})
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 300, Overlap: 0}})
 	ctx := context.Background()
 	const conv = "threshold"
 	for i := range 4 {
@@ -163,7 +163,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 
 func TestSearchArguments(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := s.Ingest(ctx, "args", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(40+i), 3000))); err != nil {
@@ -186,7 +186,9 @@ func TestSearchArguments(t *testing.T) {
 		{"negative top_k", Query{Text: "x", ConversationID: "args", TopK: -1}, ErrInvalidArgument, 0},
 		{"unknown mode", Query{Text: "x", ConversationID: "args", Mode: "fuzzy"}, ErrInvalidArgument, 0},
 		{"default top_k", Query{Text: "server cluster", ConversationID: "args"}, nil, DefaultTopK},
-		{"top_k above the maximum", Query{Text: "server cluster", ConversationID: "args", TopK: 500}, nil, MaxTopK},
+		{"largest top_k", Query{Text: "server cluster", ConversationID: "args", TopK: MaxTopK}, nil, MaxTopK},
+		{"top_k above the maximum", Query{Text: "server cluster", ConversationID: "args", TopK: MaxTopK + 1}, ErrInvalidArgument, 0},
+		{"conversation id with spaces around", Query{Text: "server cluster", ConversationID: "  args "}, nil, DefaultTopK},
 		{"unknown conversation", Query{Text: "server cluster", ConversationID: "nobody"}, nil, 0},
 	}
 	for _, tt := range tests {
@@ -219,8 +221,8 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 	ctx := context.Background()
 	e384, _ := embed.NewLocal(384)
 	e256, _ := embed.NewLocal(256)
-	a := openStore(t, url, e384, Options{})
-	b := openStore(t, url, e256, Options{})
+	a := openStore(t, url, e384, IngestOptions{})
+	b := openStore(t, url, e256, IngestOptions{})
 	const conv = "models"
 	fa, err := a.Ingest(ctx, conv, "a.txt", "", []byte("Orchard notes. "+prose(60, 900)))
 	if err != nil {
@@ -231,7 +233,7 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 	const query = "orchard notes server cluster"
-	files := func(s *Store, mode Mode) map[string]bool {
+	files := func(s *testStore, mode Mode) map[string]bool {
 		t.Helper()
 		hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: mode, TopK: MaxTopK})
 		if err != nil {
@@ -327,7 +329,7 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	ctx := context.Background()
 	emb, _ := embed.NewLocal(384)
 	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
-	loader := openStore(t, url, emb, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	loader := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
 	if _, err := loader.Ingest(ctx, "large", "large.txt", "", []byte(prose(70, 12000))); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +393,7 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	}
 
 	for _, exact := range []bool{false, true} {
-		s := openStore(t, forced, emb, Options{})
+		s := openStore(t, forced, emb, IngestOptions{})
 		s.forceExactFallback = exact
 		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5})
 		if err != nil {
@@ -432,7 +434,7 @@ func vectorText(v []float32) string {
 // quoting in SQL.
 func TestModelNameIsQuoted(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, Options{})
+	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, IngestOptions{})
 	ctx := context.Background()
 	if _, err := s.Ingest(ctx, "q", "a.txt", "", []byte("quoting matters in every statement")); err != nil {
 		t.Fatal(err)
@@ -574,7 +576,7 @@ func TestVersionAtLeast(t *testing.T) {
 // the chunks' lexemes with the textbook formula.
 func TestKeywordScoresAreOkapiBM25(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
 	ctx := context.Background()
 	const conv = "bm25"
 	for i := range 3 {

@@ -85,7 +85,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("%s is larger than the %d MB limit (MCP_docs_max_file_mb)", part.FileName(), s.cfg.MaxFileBytes>>20))
 			return
 		}
-		f, err := s.deps.Docs.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
+		f, err := s.deps.Ingest.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
 		if err != nil {
 			writeAPIError(w, statusOf(err), fmt.Errorf("%s: %w", part.FileName(), err))
 			return
