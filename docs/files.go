@@ -125,7 +125,7 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 }
 
 // DeleteFile deletes a file and its chunks and takes them out of the
-// conversation's BM25 statistics, in one transaction. A file still processing
+// conversation's statistics, in one transaction. A file still processing
 // is deleted too; its processing then stores nothing. Errors wrap
 // ErrInvalidID or ErrNotFound.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
@@ -139,8 +139,8 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	// Locks are taken in the order ingestion takes them: the file,
-	// conversation_stats, then term_stats.
+	// Locks are taken in the order ingestion takes them: the file, then
+	// conversation_stats.
 	var conversationID string
 	err = tx.QueryRow(ctx, `SELECT conversation_id FROM files WHERE id = $1 FOR UPDATE`, id).Scan(&conversationID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -153,19 +153,13 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 		sql  string
 		args []any
 	}{
+		// The new generation makes every process drop the file from its
+		// keyword index.
 		{`UPDATE conversation_stats s
-		  SET chunk_count = s.chunk_count - d.n, total_tokens = s.total_tokens - d.tokens
-		  FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM chunks WHERE file_id = $1) d
+		  SET chunk_count = s.chunk_count - d.n, generation = nextval('conversation_generation_seq')
+		  FROM (SELECT count(*) AS n FROM chunks WHERE file_id = $1) d
 		  WHERE s.conversation_id = $2 AND d.n > 0`, []any{id, conversationID}},
 		{`DELETE FROM conversation_stats WHERE conversation_id = $1 AND chunk_count <= 0`, []any{conversationID}},
-		// Terms only this file held disappear; the others lose its count.
-		// Both changes read the file's counts once; the rows they touch
-		// are disjoint.
-		{`WITH d AS (` + fileTermsSQL + `), gone AS (
-		    DELETE FROM term_stats t USING d
-		    WHERE t.conversation_id = $2 AND t.term = d.lexeme AND t.df <= d.n)
-		  UPDATE term_stats t SET df = t.df - d.n FROM d
-		  WHERE t.conversation_id = $2 AND t.term = d.lexeme AND t.df > d.n`, []any{id, conversationID}},
 		{`DELETE FROM files WHERE id = $1`, []any{id}},
 	} {
 		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {

@@ -516,10 +516,10 @@ func checkVectors(emb embed.Embedder, want int, vecs [][]float32) error {
 	return nil
 }
 
-// storeFile commits a processed file: status ready, its chunks and the BM25
-// statistics, in one transaction. Rows are locked in the order file,
-// conversation_stats, term_stats (sorted), the same order DeleteFile uses, so
-// the two cannot deadlock.
+// storeFile commits a processed file: status ready, its chunks and the
+// conversation's statistics and generation, in one transaction. Rows are
+// locked in the order file, conversation_stats, the same order DeleteFile
+// and Reembed use, so they cannot deadlock.
 func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
 	pages := 0
 	for _, p := range doc.Pages {
@@ -554,21 +554,14 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 	if err != nil {
 		return f, dbError("docs: store chunks", err)
 	}
+	// A new generation tells every process that its keyword index of the
+	// conversation is out of date (see keyword.go).
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO conversation_stats (conversation_id, chunk_count, total_tokens)
-		SELECT $1, count(*), coalesce(sum(token_count), 0) FROM chunks WHERE file_id = $2
+		INSERT INTO conversation_stats (conversation_id, chunk_count) VALUES ($1, $2)
 		ON CONFLICT (conversation_id) DO UPDATE
 		SET chunk_count = conversation_stats.chunk_count + excluded.chunk_count,
-		    total_tokens = conversation_stats.total_tokens + excluded.total_tokens`,
-		f.ConversationID, f.ID); err != nil {
-		return f, dbError("docs: update statistics", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO term_stats (conversation_id, term, df)
-		SELECT $2, d.lexeme, d.n FROM (`+fileTermsSQL+`) d
-		ORDER BY d.lexeme
-		ON CONFLICT (conversation_id, term) DO UPDATE SET df = term_stats.df + excluded.df`,
-		f.ID, f.ConversationID); err != nil {
+		    generation = nextval('conversation_generation_seq')`,
+		f.ConversationID, len(chunks)); err != nil {
 		return f, dbError("docs: update statistics", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -576,13 +569,6 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 	}
 	return ready, nil
 }
-
-// fileTermsSQL counts, for the file $1, the chunks holding each lexeme: what
-// the file adds to its conversation's document frequencies in term_stats,
-// and takes away on deletion.
-const fileTermsSQL = `
-	SELECT u.lexeme, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
-	WHERE c.file_id = $1 GROUP BY u.lexeme`
 
 // markFailed records a file's failure; it reports false when that could not
 // be recorded (the file is gone or the database is down).

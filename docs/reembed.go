@@ -127,13 +127,20 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// The file row is locked first, as DeleteFile locks it, so the two
 	// cannot deadlock. A file deleted meanwhile has nothing left to move.
-	tag, err := tx.Exec(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'`,
-		fileID, to.Model())
+	var conversationID string
+	err = tx.QueryRow(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'
+		RETURNING conversation_id`, fileID, to.Model()).Scan(&conversationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
 	if err != nil {
 		return dbError("store vectors", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return nil
+	// Keyword indexes rank the chunks of the current model only: the file
+	// changes model for them too.
+	if _, err := tx.Exec(ctx, `UPDATE conversation_stats SET generation = nextval('conversation_generation_seq') WHERE conversation_id = $1`,
+		conversationID); err != nil {
+		return dbError("store vectors", err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
 		return dbError("store vectors", err)

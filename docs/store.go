@@ -38,6 +38,10 @@ type Options struct {
 	// fusion. A weak embedder (the local one) is better given less weight
 	// than BM25; see DefaultVectorWeight. At most MaxVectorWeight.
 	VectorWeight float64
+	// KeywordCacheBytes bounds the memory of the in-process keyword
+	// indexes (about 420 bytes per chunk of 1,000 characters); zero means
+	// DefaultKeywordCacheBytes.
+	KeywordCacheBytes int64
 }
 
 // MaxVectorWeight bounds Options.VectorWeight: beyond it the keyword ranking
@@ -66,6 +70,8 @@ type Store struct {
 	versionMu sync.Mutex
 	version   string
 
+	keywords *keywordCache
+
 	// forceExactFallback makes vector search behave as on pgvector < 0.8;
 	// tests set it to exercise that path.
 	forceExactFallback bool
@@ -93,7 +99,11 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{pool: pool, opts: opts, log: opts.Logger, emb: emb, indexed: map[string]bool{}}, nil
+	if opts.KeywordCacheBytes <= 0 {
+		opts.KeywordCacheBytes = DefaultKeywordCacheBytes
+	}
+	return &Store{pool: pool, opts: opts, log: opts.Logger, emb: emb, indexed: map[string]bool{},
+		keywords: newKeywordCache(opts.KeywordCacheBytes)}, nil
 }
 
 // checkEmbedder rejects an embedder whose model name cannot key stored

@@ -434,7 +434,6 @@ func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 	for _, sql := range []string{
 		`DELETE FROM chunks WHERE file_id = $1`,
 		`DELETE FROM conversation_stats WHERE $1::uuid IS NOT NULL`,
-		`DELETE FROM term_stats WHERE $1::uuid IS NOT NULL`,
 		`UPDATE files SET status = 'processing', updated_at = now() - interval '2 hours' WHERE id = $1`,
 	} {
 		if _, err := s.Pool().Exec(ctx, sql, f.ID); err != nil {
@@ -484,13 +483,6 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 	if n := countChunks(t, s.Pool(), "file_id = $1", a.ID); n != 0 {
 		t.Errorf("%d chunks left of a deleted file", n)
 	}
-	var zeppelin int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM term_stats WHERE conversation_id = 'del' AND term = 'zeppelin'`).Scan(&zeppelin); err != nil {
-		t.Fatal(err)
-	}
-	if zeppelin != 0 {
-		t.Error("a term only the deleted file held is still counted")
-	}
 	hits, err := s.Search(ctx, Query{Text: "zeppelin", ConversationID: "del", Mode: Keyword})
 	if err != nil {
 		t.Fatal(err)
@@ -508,12 +500,12 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 	if err := s.DeleteFile(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	var convRows, termRows int
-	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM conversation_stats), (SELECT count(*) FROM term_stats)`).Scan(&convRows, &termRows); err != nil {
+	var convRows int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM conversation_stats`).Scan(&convRows); err != nil {
 		t.Fatal(err)
 	}
-	if convRows != 0 || termRows != 0 {
-		t.Errorf("%d conversation and %d term statistics rows left after deleting every file", convRows, termRows)
+	if convRows != 0 {
+		t.Errorf("%d conversation statistics rows left after deleting every file", convRows)
 	}
 	files, err := s.ListFiles(ctx, "del")
 	if err != nil {
