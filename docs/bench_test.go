@@ -73,13 +73,13 @@ type loadStats struct {
 // loadCorpus ingests files of about 100 chunks into conversation "big" until
 // it holds size-200 chunks, and 200 chunks into conversation "small", with
 // benchWorkers files in flight, as Submit's pool would.
-func loadCorpus(b *testing.B, size int) (*Store, loadStats) {
+func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 	b.Helper()
 	emb, err := embed.NewLocal(384)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := openStore(b, pgtest.NewDatabase(b), emb, Options{})
+	s := openStore(b, pgtest.NewDatabase(b), emb, IngestOptions{})
 	ctx := context.Background()
 
 	type file struct {
@@ -165,7 +165,7 @@ func loadCorpus(b *testing.B, size int) (*Store, loadStats) {
 
 // measure runs every query once (after one warm-up pass) and returns the
 // latencies.
-func measure(b *testing.B, s *Store, conv string, mode Mode, queries []string) []time.Duration {
+func measure(b *testing.B, s *testStore, conv string, mode Mode, queries []string) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, len(queries))

@@ -40,10 +40,8 @@ func parseID(kind, id string) (string, error) {
 // ListFiles returns a conversation's files, oldest first, in every status.
 // An unknown conversation has no files: the result is empty, not an error.
 func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, error) {
-	if err := s.checkOpen("docs: list files"); err != nil {
-		return nil, err
-	}
-	if err := checkConversationID(conversationID); err != nil {
+	conversationID, err := CheckConversationID(conversationID)
+	if err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `
@@ -66,9 +64,6 @@ func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, e
 // GetFile returns a file by id, in any status. Errors wrap ErrInvalidID or
 // ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
-	if err := s.checkOpen("docs: get file"); err != nil {
-		return File{}, err
-	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return File{}, err
@@ -86,9 +81,6 @@ func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
 // FileText returns a ready file and its whole extracted text. A file still
 // processing or failed returns it with an error wrapping ErrNotReady.
 func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
-	if err := s.checkOpen("docs: file text"); err != nil {
-		return File{}, "", err
-	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return File{}, "", err
@@ -112,9 +104,6 @@ func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
 
 // GetChunk returns a chunk by id. Errors wrap ErrInvalidID or ErrNotFound.
 func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
-	if err := s.checkOpen("docs: get chunk"); err != nil {
-		return Chunk{}, err
-	}
 	id, err := parseID("chunk", id)
 	if err != nil {
 		return Chunk{}, err
@@ -136,13 +125,10 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 }
 
 // DeleteFile deletes a file and its chunks and takes them out of the
-// conversation's BM25 statistics, in one transaction. A file still processing
+// conversation's statistics, in one transaction. A file still processing
 // is deleted too; its processing then stores nothing. Errors wrap
 // ErrInvalidID or ErrNotFound.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
-	if err := s.checkOpen("docs: delete file"); err != nil {
-		return err
-	}
 	id, err := parseID("file", id)
 	if err != nil {
 		return err
@@ -153,8 +139,8 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	// Locks are taken in the order ingestion takes them: the file,
-	// conversation_stats, then term_stats.
+	// Locks are taken in the order ingestion takes them: the file, then
+	// conversation_stats.
 	var conversationID string
 	err = tx.QueryRow(ctx, `SELECT conversation_id FROM files WHERE id = $1 FOR UPDATE`, id).Scan(&conversationID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -167,20 +153,13 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 		sql  string
 		args []any
 	}{
+		// The new generation makes every process drop the file from its
+		// keyword index.
 		{`UPDATE conversation_stats s
-		  SET chunk_count = s.chunk_count - d.n, total_tokens = s.total_tokens - d.tokens
-		  FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM chunks WHERE file_id = $1) d
+		  SET chunk_count = s.chunk_count - d.n, generation = nextval('conversation_generation_seq')
+		  FROM (SELECT count(*) AS n FROM chunks WHERE file_id = $1) d
 		  WHERE s.conversation_id = $2 AND d.n > 0`, []any{id, conversationID}},
 		{`DELETE FROM conversation_stats WHERE conversation_id = $1 AND chunk_count <= 0`, []any{conversationID}},
-		// Terms only this file held disappear; the others lose its count.
-		{`DELETE FROM term_stats t
-		  USING (SELECT u.lexeme, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
-		         WHERE c.file_id = $1 GROUP BY u.lexeme) d
-		  WHERE t.conversation_id = $2 AND t.term = d.lexeme AND t.df <= d.n`, []any{id, conversationID}},
-		{`UPDATE term_stats t SET df = t.df - d.n
-		  FROM (SELECT u.lexeme, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
-		        WHERE c.file_id = $1 GROUP BY u.lexeme) d
-		  WHERE t.conversation_id = $2 AND t.term = d.lexeme`, []any{id, conversationID}},
 		{`DELETE FROM files WHERE id = $1`, []any{id}},
 	} {
 		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {

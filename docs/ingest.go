@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -26,11 +29,137 @@ const (
 	StatusFailed     = "failed"
 )
 
-// Limits on identifiers, in characters.
+// Limits on identifiers.
 const (
-	MaxConversationIDRunes = 256
-	MaxFileNameRunes       = 512
+	// MaxConversationIDLen is the longest conversation id, in bytes.
+	MaxConversationIDLen = 256
+	// MaxFileNameRunes is the longest file name, in characters.
+	MaxFileNameRunes = 512
 )
+
+// Defaults applied by NewIngester to zero IngestOptions fields.
+const (
+	DefaultWorkers         = 2
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// IngestOptions tunes an Ingester. The zero value is usable.
+type IngestOptions struct {
+	// Chunk sets chunk size and overlap; zero means chunk.DefaultOptions().
+	Chunk chunk.Options
+	// MaxFileBytes is the largest accepted upload; zero means 50 MB.
+	MaxFileBytes int64
+	// Workers is the number of files Submit's pool processes at once;
+	// zero means DefaultWorkers.
+	Workers int
+	// QueueSize is how many submitted files may wait for a worker before
+	// Submit returns ErrBusy; zero means 4 × Workers. At most QueueSize +
+	// Workers uploads are held in memory.
+	QueueSize int
+	// ShutdownTimeout bounds how long Close waits for queued and running
+	// files; what is left then is cancelled and marked failed. Zero means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives background processing events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Ingester runs the upload pipeline on a Store: it detects, extracts,
+// chunks and embeds files, then has the Store commit each one in one
+// transaction. Ingest does that synchronously; Submit queues the file for a
+// bounded pool of background workers. It is safe for concurrent use; Close
+// drains it.
+type Ingester struct {
+	st   *Store
+	opts IngestOptions
+	log  *slog.Logger
+
+	// Submit's worker pool. slots bounds queued jobs so that sending on
+	// jobs never blocks; closeMu orders Submit's sends before Close closes
+	// jobs.
+	jobs       chan job
+	slots      chan struct{}
+	closeMu    sync.RWMutex
+	closed     bool
+	workCtx    context.Context
+	cancelWork context.CancelFunc
+	workers    sync.WaitGroup
+	closeOnce  sync.Once
+
+	counters ingestCounters
+}
+
+// NewIngester starts an Ingester's workers over st. Close stops them.
+func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
+	if st == nil {
+		return nil, errors.New("docs: new ingester: nil store")
+	}
+	if opts.Chunk == (chunk.Options{}) {
+		opts.Chunk = chunk.DefaultOptions()
+	}
+	if err := opts.Chunk.Validate(); err != nil {
+		return nil, fmt.Errorf("docs: new ingester: %w", err)
+	}
+	if opts.MaxFileBytes <= 0 {
+		opts.MaxFileBytes = extract.DefaultMaxBytes
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4 * opts.Workers
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = st.log
+	}
+	in := &Ingester{
+		st:    st,
+		opts:  opts,
+		log:   opts.Logger,
+		jobs:  make(chan job, opts.QueueSize),
+		slots: make(chan struct{}, opts.QueueSize),
+	}
+	// Background work outlives the requests that submit it.
+	in.workCtx, in.cancelWork = context.WithCancel(context.Background())
+	for range opts.Workers {
+		in.workers.Go(in.work)
+	}
+	return in, nil
+}
+
+// Store returns the Store the Ingester writes to.
+func (in *Ingester) Store() *Store { return in.st }
+
+// Close stops accepting files, waits up to IngestOptions.ShutdownTimeout for
+// queued and running files, and cancels and marks failed what is left. It
+// does not close the Store's pool. Calls after the first return at once.
+func (in *Ingester) Close() {
+	in.closeOnce.Do(func() {
+		in.closeMu.Lock()
+		in.closed = true
+		close(in.jobs)
+		in.closeMu.Unlock()
+
+		done := make(chan struct{})
+		go func() {
+			in.workers.Wait()
+			close(done)
+		}()
+		timer := time.NewTimer(in.opts.ShutdownTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			in.log.Warn("docs: shutdown timeout: cancelling unfinished files", "timeout", in.opts.ShutdownTimeout)
+			in.cancelWork()
+			<-done
+		}
+		in.cancelWork()
+	})
+}
 
 const (
 	// embedBatch is how many chunks go to the embedder per call, bounding
@@ -113,19 +242,19 @@ type job struct {
 // failing) the file is marked failed with a readable reason and no chunk of
 // it is kept; Ingest then returns that failed File together with an error
 // wrapping ErrProcessing and the cause.
-func (s *Store) Ingest(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	if err := s.checkOpen("docs: ingest"); err != nil {
-		return File{}, err
+func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
+	if in.isClosed() {
+		return File{}, fmt.Errorf("docs: ingest: %w", ErrClosed)
 	}
-	up, err := s.validate(conversationID, fileName, mimeType, data)
+	up, err := in.validate(conversationID, fileName, mimeType, data)
 	if err != nil {
 		return File{}, err
 	}
-	f, fresh, err := s.claim(ctx, up)
+	f, fresh, err := in.st.claim(ctx, up)
 	if err != nil || !fresh {
 		return f, err
 	}
-	return s.process(ctx, f, up.mimeType, up.data)
+	return in.process(ctx, f, up.mimeType, up.data)
 }
 
 // Submit validates a file like Ingest, records it as processing and queues it
@@ -133,68 +262,69 @@ func (s *Store) Ingest(ctx context.Context, conversationID, fileName, mimeType s
 // as in Ingest; poll GetFile or ListFiles for the outcome. A duplicate is
 // returned as in Ingest. When the queue is full Submit returns ErrBusy and
 // records nothing. data must not be modified after Submit returns.
-func (s *Store) Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	up, err := s.validate(conversationID, fileName, mimeType, data)
+func (in *Ingester) Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
+	up, err := in.validate(conversationID, fileName, mimeType, data)
 	if err != nil {
 		return File{}, err
 	}
 	// The read lock keeps Close from closing jobs between the check and the
 	// send.
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
+	in.closeMu.RLock()
+	defer in.closeMu.RUnlock()
+	if in.closed {
 		return File{}, fmt.Errorf("docs: submit: %w", ErrClosed)
 	}
 	select {
-	case s.slots <- struct{}{}:
+	case in.slots <- struct{}{}:
 	default:
-		return File{}, fmt.Errorf("docs: submit %s: %w (%d files waiting)", up.fileName, ErrBusy, cap(s.slots))
+		return File{}, fmt.Errorf("docs: submit %s: %w (%d files waiting)", up.fileName, ErrBusy, cap(in.slots))
 	}
 	queued := false
 	defer func() {
 		if !queued {
-			<-s.slots
+			<-in.slots
 		}
 	}()
-	f, fresh, err := s.claim(ctx, up)
+	f, fresh, err := in.st.claim(ctx, up)
 	if err != nil || !fresh {
 		return f, err
 	}
 	// Holding a slot guarantees room in jobs: this send does not block.
-	s.jobs <- job{file: f, mimeType: up.mimeType, data: up.data}
+	in.jobs <- job{file: f, mimeType: up.mimeType, data: up.data}
 	queued = true
 	return f, nil
 }
 
-func (s *Store) isClosed() bool {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	return s.closed
+func (in *Ingester) isClosed() bool {
+	in.closeMu.RLock()
+	defer in.closeMu.RUnlock()
+	return in.closed
 }
 
 // work processes submitted files until jobs is closed.
-func (s *Store) work() {
-	for j := range s.jobs {
-		<-s.slots
-		if s.workCtx.Err() != nil {
-			s.markFailed(j.file, "the server shut down before the file was processed; upload it again")
+func (in *Ingester) work() {
+	for j := range in.jobs {
+		<-in.slots
+		if in.workCtx.Err() != nil {
+			in.st.markFailed(j.file, "the server shut down before the file was processed; upload it again")
 			continue
 		}
-		ctx, cancel := context.WithTimeout(s.workCtx, jobTimeout)
-		f, err := s.process(ctx, j.file, j.mimeType, j.data)
+		ctx, cancel := context.WithTimeout(in.workCtx, jobTimeout)
+		f, err := in.process(ctx, j.file, j.mimeType, j.data)
 		cancel()
 		if err != nil {
-			s.log.Warn("docs: processing failed", "file_id", f.ID, "file_name", f.FileName, "error", err)
+			in.log.Warn("docs: processing failed", "file_id", f.ID, "file_name", f.FileName, "error", err)
 			continue
 		}
-		s.log.Info("docs: file ready", "file_id", f.ID, "file_name", f.FileName, "chunks", f.ChunkCount)
+		in.log.Info("docs: file ready", "file_id", f.ID, "file_name", f.FileName, "chunks", f.ChunkCount)
 	}
 }
 
 // validate checks an upload's arguments, size and type before anything is
 // stored.
-func (s *Store) validate(conversationID, fileName, declaredMIME string, data []byte) (upload, error) {
-	if err := checkConversationID(conversationID); err != nil {
+func (in *Ingester) validate(conversationID, fileName, declaredMIME string, data []byte) (upload, error) {
+	conversationID, err := CheckConversationID(conversationID)
+	if err != nil {
 		return upload{}, err
 	}
 	fileName = strings.TrimSpace(fileName)
@@ -206,7 +336,7 @@ func (s *Store) validate(conversationID, fileName, declaredMIME string, data []b
 	case utf8.RuneCountInString(fileName) > MaxFileNameRunes:
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
-	if err := (extract.Limits{MaxBytes: s.opts.MaxFileBytes}).Check(int64(len(data))); err != nil {
+	if err := (extract.Limits{MaxBytes: in.opts.MaxFileBytes}).Check(int64(len(data))); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
 	mt, err := extract.DetectType(fileName, declaredMIME, data)
@@ -223,16 +353,23 @@ func (s *Store) validate(conversationID, fileName, declaredMIME string, data []b
 	}, nil
 }
 
-func checkConversationID(id string) error {
+// CheckConversationID validates a conversation id and returns it without
+// surrounding spaces. An empty id, one longer than MaxConversationIDLen
+// bytes, or one holding invalid UTF-8 or control characters is refused with
+// an error wrapping ErrInvalidArgument that says what to send.
+func CheckConversationID(id string) (string, error) {
+	id = strings.TrimSpace(id)
 	switch {
-	case strings.TrimSpace(id) == "":
-		return fmt.Errorf("docs: %w: empty conversation id", ErrInvalidArgument)
-	case !utf8.ValidString(id) || strings.ContainsRune(id, 0):
-		return fmt.Errorf("docs: %w: conversation id is not valid UTF-8 text", ErrInvalidArgument)
-	case utf8.RuneCountInString(id) > MaxConversationIDRunes:
-		return fmt.Errorf("docs: %w: conversation id longer than %d characters", ErrInvalidArgument, MaxConversationIDRunes)
+	case id == "":
+		return "", fmt.Errorf("docs: %w: empty conversation id: send the id of the conversation the files belong to", ErrInvalidArgument)
+	case len(id) > MaxConversationIDLen:
+		return "", fmt.Errorf("docs: %w: conversation id is %d bytes long; send at most %d", ErrInvalidArgument, len(id), MaxConversationIDLen)
+	case !utf8.ValidString(id):
+		return "", fmt.Errorf("docs: %w: conversation id is not valid UTF-8: send plain text", ErrInvalidArgument)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return "", fmt.Errorf("docs: %w: conversation id holds a control character: send printable text", ErrInvalidArgument)
 	}
-	return nil
+	return id, nil
 }
 
 // claim records an upload as processing and reports fresh when the caller
@@ -282,30 +419,34 @@ func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
 
 // process processes a claimed file and counts the outcome in IngestStats; a
 // file deleted meanwhile is not counted.
-func (s *Store) process(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
+func (in *Ingester) process(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
 	start := time.Now()
-	f, err := s.processFile(ctx, f, mimeType, data)
+	f, err := in.processFile(ctx, f, mimeType, data)
 	if !errors.Is(err, ErrNotFound) {
-		s.counters.done(f, err == nil, time.Since(start))
+		in.counters.done(f, err == nil, time.Since(start))
 	}
 	return f, err
 }
 
 // processFile extracts, chunks, embeds and stores a claimed file, or marks
 // it failed.
-func (s *Store) processFile(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
-	emb := s.Embedder()
-	doc, chunks, err := s.split(ctx, mimeType, data)
+func (in *Ingester) processFile(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
+	emb := in.st.Embedder()
+	doc, chunks, err := in.split(ctx, mimeType, data)
 	var vecs [][]float32
 	if err == nil {
-		vecs, err = embedAll(ctx, emb, chunks)
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = c.Content
+		}
+		vecs, err = embedAll(ctx, emb, texts)
 	}
 	if err == nil {
-		err = s.EnsureModelIndex(ctx, emb.Model(), emb.Dimensions())
+		err = in.st.EnsureModelIndex(ctx, emb.Model(), emb.Dimensions())
 	}
 	if err == nil {
 		var ready File
-		ready, err = s.store(ctx, f, emb.Model(), doc, chunks, vecs)
+		ready, err = in.st.storeFile(ctx, f, emb.Model(), doc, chunks, vecs)
 		if err == nil {
 			return ready, nil
 		}
@@ -315,7 +456,7 @@ func (s *Store) processFile(ctx context.Context, f File, mimeType string, data [
 		}
 	}
 	reason := failureReason(err)
-	if failed, ok := s.markFailed(f, reason); ok {
+	if failed, ok := in.st.markFailed(f, reason); ok {
 		f = failed
 	} else {
 		f.Status, f.Error = StatusFailed, reason
@@ -326,10 +467,10 @@ func (s *Store) processFile(ctx context.Context, f File, mimeType string, data [
 // split extracts and chunks data, turning a panic in either into an error
 // wrapping extract.ErrCorrupt: a hostile file must fail, not crash the
 // server.
-func (s *Store) split(ctx context.Context, mimeType string, data []byte) (doc *extract.Document, chunks []chunk.Chunk, err error) {
+func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (doc *extract.Document, chunks []chunk.Chunk, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("docs: panic while reading a file", "mime_type", mimeType, "panic", p, "stack", string(debug.Stack()))
+			in.log.Error("docs: panic while reading a file", "mime_type", mimeType, "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: internal error while reading the file", extract.ErrCorrupt)
 		}
 	}()
@@ -337,28 +478,24 @@ func (s *Store) split(ctx context.Context, mimeType string, data []byte) (doc *e
 	if err != nil {
 		return nil, nil, err
 	}
-	chunks = chunk.Split(doc, s.opts.Chunk)
+	chunks = chunk.Split(doc, in.opts.Chunk)
 	if len(chunks) == 0 {
 		return nil, nil, extract.ErrNoText
 	}
 	return doc, chunks, nil
 }
 
-// embedAll embeds the chunks' contents in batches and checks what the
-// embedder returns.
-func embedAll(ctx context.Context, emb embed.Embedder, chunks []chunk.Chunk) ([][]float32, error) {
-	vecs := make([][]float32, 0, len(chunks))
-	texts := make([]string, 0, min(len(chunks), embedBatch))
-	for start := 0; start < len(chunks); start += embedBatch {
-		texts = texts[:0]
-		for _, c := range chunks[start:min(start+embedBatch, len(chunks))] {
-			texts = append(texts, c.Content)
-		}
-		out, err := emb.Embed(ctx, texts)
+// embedAll embeds texts in batches of embedBatch and checks what the
+// embedder returns. Ingestion and Reembed both use it.
+func embedAll(ctx context.Context, emb embed.Embedder, texts []string) ([][]float32, error) {
+	vecs := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += embedBatch {
+		batch := texts[start:min(start+embedBatch, len(texts))]
+		out, err := emb.Embed(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
-		if err := checkVectors(emb, len(texts), out); err != nil {
+		if err := checkVectors(emb, len(batch), out); err != nil {
 			return nil, err
 		}
 		vecs = append(vecs, out...)
@@ -379,11 +516,11 @@ func checkVectors(emb embed.Embedder, want int, vecs [][]float32) error {
 	return nil
 }
 
-// store commits a processed file: status ready, its chunks and the BM25
-// statistics, in one transaction. Rows are locked in the order file,
-// conversation_stats, term_stats (sorted), the same order DeleteFile uses, so
-// the two cannot deadlock.
-func (s *Store) store(ctx context.Context, f File, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
+// storeFile commits a processed file: status ready, its chunks and the
+// conversation's statistics and generation, in one transaction. Rows are
+// locked in the order file, conversation_stats, the same order DeleteFile
+// and Reembed use, so they cannot deadlock.
+func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
 	pages := 0
 	for _, p := range doc.Pages {
 		if p.Number > 0 {
@@ -417,22 +554,14 @@ func (s *Store) store(ctx context.Context, f File, model string, doc *extract.Do
 	if err != nil {
 		return f, dbError("docs: store chunks", err)
 	}
+	// A new generation tells every process that its keyword index of the
+	// conversation is out of date (see keyword.go).
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO conversation_stats (conversation_id, chunk_count, total_tokens)
-		SELECT $1, count(*), coalesce(sum(token_count), 0) FROM chunks WHERE file_id = $2
+		INSERT INTO conversation_stats (conversation_id, chunk_count) VALUES ($1, $2)
 		ON CONFLICT (conversation_id) DO UPDATE
 		SET chunk_count = conversation_stats.chunk_count + excluded.chunk_count,
-		    total_tokens = conversation_stats.total_tokens + excluded.total_tokens`,
-		f.ConversationID, f.ID); err != nil {
-		return f, dbError("docs: update statistics", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO term_stats (conversation_id, term, df)
-		SELECT $1, u.lexeme, count(*) FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
-		WHERE c.file_id = $2
-		GROUP BY u.lexeme ORDER BY u.lexeme
-		ON CONFLICT (conversation_id, term) DO UPDATE SET df = term_stats.df + excluded.df`,
-		f.ConversationID, f.ID); err != nil {
+		    generation = nextval('conversation_generation_seq')`,
+		f.ConversationID, len(chunks)); err != nil {
 		return f, dbError("docs: update statistics", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -10,9 +10,6 @@ import (
 // conversations, or of every conversation when conversations is nil. It
 // serves listings that span conversations, such as the MCP resources list.
 func (s *Store) RecentFiles(ctx context.Context, conversations []string, limit int) ([]File, error) {
-	if err := s.checkOpen("docs: recent files"); err != nil {
-		return nil, err
-	}
 	if limit <= 0 {
 		return []File{}, nil
 	}

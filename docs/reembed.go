@@ -29,14 +29,8 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 	if to == nil {
 		return errors.New("docs: reembed: nil embedder")
 	}
-	if err := s.checkOpen("docs: reembed"); err != nil {
-		return err
-	}
 	if err := checkEmbedder(to); err != nil {
 		return fmt.Errorf("docs: reembed: %w", err)
-	}
-	if err := s.checkOpen("docs: reembed"); err != nil {
-		return err
 	}
 	s.setEmbedder(to)
 	if err := s.EnsureModelIndex(ctx, to.Model(), to.Dimensions()); err != nil {
@@ -117,21 +111,13 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	if err != nil {
 		return dbError("read chunks", err)
 	}
-	vecs := make([][]float32, 0, len(chunks))
-	for start := 0; start < len(chunks); start += embedBatch {
-		batch := chunks[start:min(start+embedBatch, len(chunks))]
-		texts := make([]string, len(batch))
-		for i, c := range batch {
-			texts[i] = c.content
-		}
-		out, err := to.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("embed: %w", err)
-		}
-		if err := checkVectors(to, len(texts), out); err != nil {
-			return err
-		}
-		vecs = append(vecs, out...)
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.content
+	}
+	vecs, err := embedAll(ctx, to, texts)
+	if err != nil {
+		return err
 	}
 
 	tx, err := s.pool.Begin(ctx)
@@ -141,13 +127,20 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// The file row is locked first, as DeleteFile locks it, so the two
 	// cannot deadlock. A file deleted meanwhile has nothing left to move.
-	tag, err := tx.Exec(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'`,
-		fileID, to.Model())
+	var conversationID string
+	err = tx.QueryRow(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'
+		RETURNING conversation_id`, fileID, to.Model()).Scan(&conversationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
 	if err != nil {
 		return dbError("store vectors", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return nil
+	// Keyword indexes rank the chunks of the current model only: the file
+	// changes model for them too.
+	if _, err := tx.Exec(ctx, `UPDATE conversation_stats SET generation = nextval('conversation_generation_seq') WHERE conversation_id = $1`,
+		conversationID); err != nil {
+		return dbError("store vectors", err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
 		return dbError("store vectors", err)

@@ -49,14 +49,17 @@ const (
 	Keyword Mode = "keyword"
 )
 
+// Modes returns the search modes, the default first.
+func Modes() []Mode { return []Mode{Hybrid, Vector, Keyword} }
+
 // Query is a search over one conversation's ready files.
 type Query struct {
 	// Text is what to look for: 1 to MaxQueryRunes characters.
 	Text string
 	// ConversationID selects the files searched.
 	ConversationID string
-	// TopK is the most chunks returned: 0 means DefaultTopK, values above
-	// MaxTopK are lowered to it.
+	// TopK is the most chunks returned, at most MaxTopK: 0 means
+	// DefaultTopK.
 	TopK int
 	// Threshold is the least cosine similarity, 0..1, a chunk needs in
 	// Vector mode, and in Hybrid mode unless it matched keywords. Keyword
@@ -101,35 +104,58 @@ type candidate struct {
 // vectors of different models are never compared; an unknown conversation
 // yields no hits and no error.
 //
-//   - Vector: the chunks nearest to the query embedding by cosine distance,
-//     from the model's HNSW index (hnsw.ef_search is twice the number of
-//     chunks fetched, at least 40; on
-//     pgvector 0.8 and later with iterative index scans, so the conversation
-//     filter cannot starve the result; on older pgvector an exact scan of
-//     the conversation when the index returns too few). Chunks with
-//     similarity below Threshold are dropped. Score is the similarity.
+//   - Vector: the chunks nearest to the query embedding by cosine distance.
+//     A conversation of up to exactVectorChunks chunks is ranked exactly;
+//     a larger one from the model's HNSW index (hnsw.ef_search is twice the
+//     number of chunks fetched, at least 40; on pgvector 0.8 and later with
+//     iterative index scans, so the conversation filter cannot starve the
+//     result; on older pgvector an exact scan of the conversation when the
+//     index returns too few). Chunks with similarity below Threshold are
+//     dropped. Score is the similarity.
 //   - Keyword: chunks holding any of the query's words, after PostgreSQL's
-//     English text search normalisation (stemming, stop words), found with
-//     the full-text GIN index and ranked by Okapi BM25 (k1 0.9, b 0.4) with
-//     document frequencies and lengths of the conversation's chunks.
-//     Threshold does not apply; Similarity is still reported. Score is the
-//     BM25 score. A query made only of stop words matches nothing.
+//     English text search normalisation (stemming, stop words), ranked by
+//     Okapi BM25 (k1 0.9, b 0.4) over the conversation's in-process
+//     inverted index (see keyword.go), with document frequencies and
+//     lengths of the conversation's chunks; a word repeated in the query
+//     counts as often as it occurs. Threshold does not apply; Similarity is
+//     still reported. Score is the BM25 score. A query made only of stop
+//     words matches nothing.
 //   - Hybrid: reciprocal rank fusion (k = 60) of the Vector and Keyword
 //     rankings, each taken max(50, 4 × TopK) deep. A chunk is kept when it
 //     matched keywords or its similarity reaches Threshold. Score is the
 //     fused score.
 //
 // Errors wrap ErrEmptyQuery (no text), ErrInvalidArgument (text over
-// MaxQueryRunes characters, empty conversation id, threshold outside 0..1,
-// negative TopK, unknown mode), ErrUnavailable or the embedder's error.
+// MaxQueryRunes characters, a conversation id CheckConversationID refuses,
+// threshold outside 0..1, TopK outside 0..MaxTopK, unknown mode), ErrUnavailable or the embedder's error.
 func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
-	if err := s.checkOpen("docs: search"); err != nil {
-		return nil, err
-	}
 	q, err := checkQuery(q)
 	if err != nil {
 		return nil, err
 	}
+	return s.search(ctx, q, q.TopK)
+}
+
+// MaxRankDepth is the deepest ranking Rank returns.
+const MaxRankDepth = 1000
+
+// Rank is Search returning up to depth hits (at most MaxRankDepth) rather
+// than q.TopK, which it ignores: evaluation measures recall deeper than a
+// tool call may ask for.
+func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
+	if depth < 1 || depth > MaxRankDepth {
+		return nil, fmt.Errorf("docs: rank: %w: depth %d is outside 1..%d", ErrInvalidArgument, depth, MaxRankDepth)
+	}
+	q.TopK = 0
+	q, err := checkQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.search(ctx, q, depth)
+}
+
+// search runs a checked query for up to k hits.
+func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	emb := s.Embedder()
 	out, err := emb.Embed(ctx, []string{q.Text})
 	if err != nil {
@@ -141,6 +167,32 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	qv := pgvector.NewVector(out[0])
 	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
 
+	var vectorDepth, keywordDepth int
+	switch q.Mode {
+	case Vector:
+		vectorDepth = k
+	case Keyword:
+		keywordDepth = k
+	case Hybrid:
+		vectorDepth = max(hybridDepth, 4*k)
+		keywordDepth = vectorDepth
+	}
+	conv, terms, err := s.conversationState(ctx, q, keywordDepth > 0)
+	if err != nil {
+		return nil, err
+	}
+	if conv.chunks == 0 {
+		return []Hit{}, nil
+	}
+	var kl []candidate
+	if keywordDepth > 0 && len(terms) > 0 {
+		ix, err := s.keywordIndex(ctx, q.ConversationID, conv.generation)
+		if err != nil {
+			return nil, err
+		}
+		kl = ix.top(terms, m.name, keywordDepth, bm25K1, bm25B)
+		ix.mu.RUnlock()
+	}
 	iterative, err := s.iterativeScan(ctx)
 	if err != nil {
 		return nil, err
@@ -150,18 +202,7 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, dbError("docs: search", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
-	var vectorDepth, keywordDepth int
-	switch q.Mode {
-	case Vector:
-		vectorDepth = q.TopK
-	case Keyword:
-		keywordDepth = q.TopK
-	case Hybrid:
-		vectorDepth = max(hybridDepth, 4*q.TopK)
-		keywordDepth = vectorDepth
-	}
-	vl, kl, err := rankings(ctx, tx, m, qv, q, vectorDepth, keywordDepth, iterative)
+	vl, err := rankings(ctx, tx, m, qv, q, vectorDepth, conv.chunks, iterative, kl)
 	if err != nil {
 		return nil, err
 	}
@@ -179,14 +220,54 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	case Hybrid:
 		ranked = fuse(vl, kl, s.opts.VectorWeight, q.Threshold)
 	}
-	if len(ranked) > q.TopK {
-		ranked = ranked[:q.TopK]
+	if len(ranked) > k {
+		ranked = ranked[:k]
 	}
-	hits, err := details(ctx, tx, ranked)
-	if err != nil {
-		return nil, err
+	return details(ctx, tx, ranked)
+}
+
+// convState is what a search needs to know of a conversation first.
+type convState struct {
+	// chunks counts the conversation's chunks, of every model.
+	chunks int64
+	// generation changes with every change to the chunks.
+	generation int64
+}
+
+// conversationState reads the conversation's size and generation and, with
+// keyword set, the query's lexemes with their counts, in one round trip.
+func (s *Store) conversationState(ctx context.Context, q Query, keyword bool) (convState, []term, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT chunk_count, generation FROM conversation_stats WHERE conversation_id = $1`, q.ConversationID)
+	if keyword {
+		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
-	return hits, nil
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var st convState
+	err := br.QueryRow().Scan(&st.chunks, &st.generation)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return st, nil, dbError("docs: search", err)
+	}
+	var terms []term
+	if keyword {
+		rows, err := br.Query()
+		if err != nil {
+			return st, nil, dbError("docs: search", err)
+		}
+		terms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (term, error) {
+			var t term
+			err := r.Scan(&t.lexeme, &t.count)
+			return t, err
+		})
+		if err != nil {
+			return st, nil, dbError("docs: search", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return st, nil, dbError("docs: search", err)
+	}
+	return st, terms, nil
 }
 
 // modelSpec names the embedding model searched.
@@ -206,9 +287,11 @@ func checkQuery(q Query) (Query, error) {
 	if !utf8.ValidString(q.Text) || strings.ContainsRune(q.Text, 0) {
 		return q, fmt.Errorf("docs: search: %w: the query is not valid UTF-8 text", ErrInvalidArgument)
 	}
-	if err := checkConversationID(q.ConversationID); err != nil {
+	conv, err := CheckConversationID(q.ConversationID)
+	if err != nil {
 		return q, err
 	}
+	q.ConversationID = conv
 	if math.IsNaN(q.Threshold) || q.Threshold < 0 || q.Threshold > 1 {
 		return q, fmt.Errorf("docs: search: %w: threshold %v is outside 0..1", ErrInvalidArgument, q.Threshold)
 	}
@@ -218,7 +301,7 @@ func checkQuery(q Query) (Query, error) {
 	case q.TopK == 0:
 		q.TopK = DefaultTopK
 	case q.TopK > MaxTopK:
-		q.TopK = MaxTopK
+		return q, fmt.Errorf("docs: search: %w: top_k %d is above the limit; send 1 to %d", ErrInvalidArgument, q.TopK, MaxTopK)
 	}
 	switch q.Mode {
 	case "":
@@ -231,27 +314,16 @@ func checkQuery(q Query) (Query, error) {
 }
 
 // iterativeScan reports whether the server's pgvector supports
-// hnsw.iterative_scan (0.8.0 and later), asking once per Store.
+// hnsw.iterative_scan (0.8.0 and later).
 func (s *Store) iterativeScan(ctx context.Context) (bool, error) {
 	if s.forceExactFallback {
 		return false, nil
 	}
-	s.iterMu.Lock()
-	defer s.iterMu.Unlock()
-	if s.iterative != nil {
-		return *s.iterative, nil
-	}
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT extversion FROM pg_extension WHERE extname = 'vector'`).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("docs: search: %w: the vector extension is not installed", ErrSchemaOutdated)
-	}
+	v, err := s.pgvectorVersion(ctx)
 	if err != nil {
-		return false, dbError("docs: search", err)
+		return false, err
 	}
-	ok := versionAtLeast(v, 0, 8)
-	s.iterative = &ok
-	return ok, nil
+	return versionAtLeast(v, 0, 8), nil
 }
 
 // versionAtLeast reports whether a "major.minor[.patch]" version is at least
@@ -269,30 +341,50 @@ func versionAtLeast(v string, major, minor int) bool {
 	return ma > major || (ma == major && mi >= minor)
 }
 
+// exactVectorChunks is the largest conversation whose vector ranking is
+// computed exactly, over every chunk, rather than from the HNSW index. An
+// index scan filtered to a small part of a large table is approximate twice
+// (graph and filter) and may come back short; an exact scan of a few
+// thousand chunks found through the conversation's b-tree index is fast and
+// complete.
+const exactVectorChunks = 5000
+
 // rankings returns the vector ranking (up to vectorDepth chunks, most
-// similar first) and the keyword ranking (up to keywordDepth chunks, best
-// BM25 score first) of the conversation's chunks of model m; a depth of 0
-// skips that ranking. The index settings and both queries go to the server
-// in one round trip.
-func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth, keywordDepth int, iterative bool) (vector, keyword []candidate, err error) {
+// similar first; none for a depth of 0) of the conversation's chunks of
+// model m, whose size is chunks, and fills in the similarity of the keyword
+// ranking's chunks. The statements go to the server in one round trip.
+func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth int, chunks int64, iterative bool, keyword []candidate) (vector []candidate, err error) {
+	exact := chunks <= exactVectorChunks
 	b := &pgx.Batch{}
-	// JIT compilation costs hundreds of milliseconds and pays off only for
-	// long analytical queries; a BM25 ranking over many candidates has a
-	// cost estimate that would trigger it for nothing.
-	b.Queue("SET LOCAL jit = off")
-	if vectorDepth > 0 {
+	settings := 0
+	if vectorDepth > 0 && !exact {
+		settings++
 		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*vectorDepth))))
 		if iterative {
 			// relaxed_order lets the index scan continue past ef_search
 			// until enough rows pass the conversation filter; results may
 			// come slightly out of order and are sorted below.
+			settings++
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
 		}
-		b.Queue(vectorSQL(m), qv, q.ConversationID, vectorDepth)
 	}
-	if keywordDepth > 0 {
-		b.Queue(fmt.Sprintf(keywordSQL, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name)),
-			q.Text, q.ConversationID, qv, bm25K1, bm25B, keywordDepth)
+	if vectorDepth > 0 {
+		sql := vectorSQL(m)
+		if exact {
+			sql = exactVectorSQL(m)
+		}
+		b.Queue(sql, qv, q.ConversationID, vectorDepth)
+	}
+	ids := make([]string, len(keyword))
+	for i, c := range keyword {
+		ids[i] = c.id
+	}
+	if len(keyword) > 0 {
+		b.Queue(fmt.Sprintf(`SELECT id::text, 1 - (%[1]s <=> $1::vector::%[2]s) FROM chunks WHERE id = ANY($2::uuid[])`,
+			vectorExpr(m.dims), vectorType(m.dims)), qv, ids)
+	}
+	if b.Len() == 0 {
+		return nil, nil
 	}
 	br := tx.SendBatch(ctx, b)
 	defer func() {
@@ -300,46 +392,47 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 			err = dbError("docs: search", cerr)
 		}
 	}()
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, dbError("docs: search", err)
+	for range settings {
+		if _, err := br.Exec(); err != nil {
+			return nil, dbError("docs: search", err)
+		}
 	}
 	if vectorDepth > 0 {
-		settings := 1
-		if iterative {
-			settings++
-		}
-		for range settings {
-			if _, err := br.Exec(); err != nil {
-				return nil, nil, dbError("docs: search", err)
-			}
-		}
 		rows, err := br.Query()
 		if vector, err = collectCandidates(rows, err, false); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	if keywordDepth > 0 {
+	if len(keyword) > 0 {
 		rows, err := br.Query()
-		if keyword, err = collectCandidates(rows, err, true); err != nil {
-			return nil, nil, err
+		sims, err := collectCandidates(rows, err, false)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]float64, len(sims))
+		for _, c := range sims {
+			byID[c.id] = c.similarity
+		}
+		for i := range keyword {
+			keyword[i].similarity = byID[keyword[i].id]
 		}
 	}
 	if err := br.Close(); err != nil {
-		return nil, nil, dbError("docs: search", err)
+		return nil, dbError("docs: search", err)
 	}
-	if vectorDepth > 0 && !iterative && len(vector) < vectorDepth {
+	if vectorDepth > 0 && !exact && !iterative && len(vector) < vectorDepth {
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
 		rows, err := tx.Query(ctx, exactVectorSQL(m), qv, q.ConversationID, vectorDepth)
 		if vector, err = collectCandidates(rows, err, false); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	slices.SortStableFunc(vector, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.similarity, a.similarity), strings.Compare(a.id, b.id))
 	})
-	return vector, keyword, nil
+	return vector, nil
 }
 
 // vectorSQL selects a conversation's chunks of model m by cosine distance to
@@ -369,8 +462,7 @@ func exactVectorSQL(m modelSpec) string {
 		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
 }
 
-// collectCandidates reads rows of (id, similarity), or with keyword set
-// (id, similarity, BM25 score).
+// collectCandidates reads rows of (id, similarity).
 func collectCandidates(rows pgx.Rows, err error, keyword bool) ([]candidate, error) {
 	if err != nil {
 		return nil, dbError("docs: search", err)
@@ -378,11 +470,7 @@ func collectCandidates(rows pgx.Rows, err error, keyword bool) ([]candidate, err
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
 		c := candidate{keyword: keyword}
 		var sim *float64
-		dest := []any{&c.id, &sim}
-		if keyword {
-			dest = append(dest, &c.score)
-		}
-		if err := r.Scan(dest...); err != nil {
+		if err := r.Scan(&c.id, &sim); err != nil {
 			return c, err
 		}
 		c.similarity = cleanSimilarity(sim)
@@ -402,51 +490,6 @@ func cleanSimilarity(sim *float64) float64 {
 	}
 	return *sim
 }
-
-// keywordSQL ranks a conversation's chunks by Okapi BM25. The query's words
-// are normalised by to_tsvector('english'), like the chunks' tsv; their OR
-// finds candidates through the GIN index; term frequencies come from the
-// positions in each candidate's tsv (stored tsvectors carry weight D
-// throughout, so setweight marks the query's lexemes and ts_filter keeps only
-// them), document frequencies and the average length from term_stats and
-// conversation_stats. IDF is
-// ln(1 + (N - df + 0.5) / (df + 0.5)), which is never negative.
-//
-// %[1]s is the vector expression, %[2]s its type, %[3]s the model literal.
-const keywordSQL = `
-	WITH q AS (
-		SELECT lexeme FROM unnest(to_tsvector('english', $1::text))
-	), tq AS (
-		-- Quote each lexeme for tsquery input: backslashes and quotes doubled.
-		SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query,
-		       array_agg(lexeme) AS lexemes
-		FROM q
-	), st AS (
-		SELECT chunk_count::float8 AS n,
-		       greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
-		FROM conversation_stats WHERE conversation_id = $2
-	), idf AS MATERIALIZED (
-		-- Materialised: computed once, not once per candidate.
-		SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-		FROM term_stats t CROSS JOIN st
-		WHERE t.conversation_id = $2 AND t.term IN (SELECT lexeme FROM q)
-	), ranked AS (
-		SELECT c.id,
-		       sum(idf.idf * cardinality(u.positions) * ($4::float8 + 1)
-		           / (cardinality(u.positions) + $4::float8 * (1 - $5::float8 + $5::float8 * c.token_count / st.avgdl))) AS score
-		FROM chunks c CROSS JOIN tq CROSS JOIN st
-		-- Only the query's lexemes: weighted A, then filtered, which is
-		-- far cheaper than expanding the whole tsv.
-		CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', tq.lexemes), '{a}')) u
-		JOIN idf ON idf.term = u.lexeme
-		WHERE c.conversation_id = $2 AND c.embedding_model = %[3]s AND c.tsv @@ tq.query
-		GROUP BY c.id
-		ORDER BY score DESC, c.id
-		LIMIT $6
-	)
-	SELECT r.id::text, 1 - (%[1]s <=> $3::vector::%[2]s), r.score
-	FROM ranked r JOIN chunks c ON c.id = r.id
-	ORDER BY r.score DESC, r.id`
 
 // fuse merges a vector ranking and a keyword ranking by weighted reciprocal
 // rank fusion: the keyword list adds 1 / (rrfK + rank) to a chunk's score

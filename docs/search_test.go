@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ import (
 func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
-	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, Options{})
+	s := openStore(t, url, wordEmbedder{model: "test-words-64", dims: 64}, IngestOptions{})
 	ctx := context.Background()
 	const conv = "codes"
 	target, err := s.Ingest(ctx, conv, "incident.txt", "", []byte("Incident: the payment service crashed with ERR-4471 after the certificate rotation."))
@@ -66,7 +67,7 @@ func TestKeywordFindsAnExactCodeThatVectorMisses(t *testing.T) {
 
 func TestThresholdAndScorePerMode(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 300, Overlap: 0}})
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 300, Overlap: 0}})
 	ctx := context.Background()
 	const conv = "threshold"
 	for i := range 4 {
@@ -163,7 +164,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 
 func TestSearchArguments(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := s.Ingest(ctx, "args", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(40+i), 3000))); err != nil {
@@ -186,7 +187,9 @@ func TestSearchArguments(t *testing.T) {
 		{"negative top_k", Query{Text: "x", ConversationID: "args", TopK: -1}, ErrInvalidArgument, 0},
 		{"unknown mode", Query{Text: "x", ConversationID: "args", Mode: "fuzzy"}, ErrInvalidArgument, 0},
 		{"default top_k", Query{Text: "server cluster", ConversationID: "args"}, nil, DefaultTopK},
-		{"top_k above the maximum", Query{Text: "server cluster", ConversationID: "args", TopK: 500}, nil, MaxTopK},
+		{"largest top_k", Query{Text: "server cluster", ConversationID: "args", TopK: MaxTopK}, nil, MaxTopK},
+		{"top_k above the maximum", Query{Text: "server cluster", ConversationID: "args", TopK: MaxTopK + 1}, ErrInvalidArgument, 0},
+		{"conversation id with spaces around", Query{Text: "server cluster", ConversationID: "  args "}, nil, DefaultTopK},
 		{"unknown conversation", Query{Text: "server cluster", ConversationID: "nobody"}, nil, 0},
 	}
 	for _, tt := range tests {
@@ -219,8 +222,8 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 	ctx := context.Background()
 	e384, _ := embed.NewLocal(384)
 	e256, _ := embed.NewLocal(256)
-	a := openStore(t, url, e384, Options{})
-	b := openStore(t, url, e256, Options{})
+	a := openStore(t, url, e384, IngestOptions{})
+	b := openStore(t, url, e256, IngestOptions{})
 	const conv = "models"
 	fa, err := a.Ingest(ctx, conv, "a.txt", "", []byte("Orchard notes. "+prose(60, 900)))
 	if err != nil {
@@ -231,7 +234,7 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 	const query = "orchard notes server cluster"
-	files := func(s *Store, mode Mode) map[string]bool {
+	files := func(s *testStore, mode Mode) map[string]bool {
 		t.Helper()
 		hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: mode, TopK: MaxTopK})
 		if err != nil {
@@ -327,7 +330,7 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	ctx := context.Background()
 	emb, _ := embed.NewLocal(384)
 	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
-	loader := openStore(t, url, emb, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	loader := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
 	if _, err := loader.Ingest(ctx, "large", "large.txt", "", []byte(prose(70, 12000))); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +394,7 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	}
 
 	for _, exact := range []bool{false, true} {
-		s := openStore(t, forced, emb, Options{})
+		s := openStore(t, forced, emb, IngestOptions{})
 		s.forceExactFallback = exact
 		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5})
 		if err != nil {
@@ -432,7 +435,7 @@ func vectorText(v []float32) string {
 // quoting in SQL.
 func TestModelNameIsQuoted(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, Options{})
+	s := openStore(t, pgtest.NewDatabase(t), wordEmbedder{model: "o'brien/embed v2; DROP TABLE chunks", dims: 16}, IngestOptions{})
 	ctx := context.Background()
 	if _, err := s.Ingest(ctx, "q", "a.txt", "", []byte("quoting matters in every statement")); err != nil {
 		t.Fatal(err)
@@ -570,23 +573,50 @@ func TestVersionAtLeast(t *testing.T) {
 	}
 }
 
-// TestKeywordScoresAreOkapiBM25 recomputes every keyword hit's score from
-// the chunks' lexemes with the textbook formula.
+// TestKeywordScoresAreOkapiBM25 recomputes every keyword ranking from the
+// chunks' lexemes with the textbook formula (a word repeated in the query
+// counting that often), after files are added and deleted, so that the
+// in-process index's incremental updates and rebuilds are checked too.
 func TestKeywordScoresAreOkapiBM25(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
 	ctx := context.Background()
 	const conv = "bm25"
+	var files []File
 	for i := range 3 {
-		if _, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(90+i), 300))); err != nil {
+		f, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(90+i), 300)))
+		if err != nil {
 			t.Fatal(err)
 		}
+		files = append(files, f)
 	}
 	// Another conversation's chunks must not count.
 	if _, err := s.Ingest(ctx, "elsewhere", "x.txt", "", []byte(prose(99, 300))); err != nil {
 		t.Fatal(err)
 	}
+	queries := []string{
+		"Replicas of the database failing over",
+		"database database database replica",
+		"cluster leader election timeout retry latency",
+	}
+	checkBM25(t, s, conv, queries)
+	// Appended to the cached index.
+	if _, err := s.Ingest(ctx, conv, "3.txt", "", []byte(prose(93, 400))); err != nil {
+		t.Fatal(err)
+	}
+	checkBM25(t, s, conv, queries)
+	// Rebuilt without the deleted file.
+	if err := s.DeleteFile(ctx, files[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	checkBM25(t, s, conv, queries)
+}
 
+// checkBM25 compares the keyword rankings of queries with a reference BM25
+// computed from the conversation's stored tsvectors.
+func checkBM25(t *testing.T, s *testStore, conv string, queries []string) {
+	t.Helper()
+	ctx := context.Background()
 	// tf[chunk][lexeme], from the stored tsvectors.
 	rows, err := s.Pool().Query(ctx, `
 		SELECT c.id::text, u.lexeme, cardinality(u.positions)
@@ -615,46 +645,61 @@ func TestKeywordScoresAreOkapiBM25(t *testing.T) {
 		}
 	}
 	avgdl := float64(total) / float64(len(tf))
-	bm25 := func(chunkID string, query []string) float64 {
+	bm25 := func(chunkID string, query map[string]int) float64 {
 		dl := 0
 		for _, n := range tf[chunkID] {
 			dl += n
 		}
 		var score float64
-		for _, q := range query {
+		for q, qtf := range query {
 			f := float64(tf[chunkID][q])
 			if f == 0 {
 				continue
 			}
 			idf := math.Log(1 + (float64(len(tf))-float64(df[q])+0.5)/(float64(df[q])+0.5))
-			score += idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(dl)/avgdl))
+			score += float64(qtf) * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(dl)/avgdl))
 		}
 		return score
 	}
 
-	// The query's lexemes are the stems PostgreSQL's English configuration
-	// gives these words.
-	var lexemes []string
-	const query = "Replicas of the database failing over"
-	if err := s.Pool().QueryRow(ctx, `SELECT tsvector_to_array(to_tsvector('english', $1))`, query).Scan(&lexemes); err != nil {
-		t.Fatal(err)
-	}
-	hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Keyword, TopK: MaxTopK})
-	if err != nil {
-		t.Fatal(err)
-	}
-	matching := 0
-	for id := range tf {
-		if bm25(id, lexemes) > 0 {
-			matching++
+	for _, query := range queries {
+		// The query's lexemes are the stems PostgreSQL's English
+		// configuration gives these words, with their counts.
+		rows, err := s.Pool().Query(ctx, `SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1))`, query)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(hits) != min(matching, MaxTopK) || len(hits) == 0 {
-		t.Fatalf("%d hits, want %d (every chunk with a query term)", len(hits), min(matching, MaxTopK))
-	}
-	for i, h := range hits {
-		if want := bm25(h.ChunkID, lexemes); math.Abs(h.Score-want) > 1e-9 {
-			t.Errorf("hit %d: score %v, BM25 %v", i, h.Score, want)
+		lexemes := map[string]int{}
+		if _, err := pgx.ForEachRow(rows, []any{&lexeme, &n}, func() error { lexemes[lexeme] = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		type ref struct {
+			id    string
+			score float64
+		}
+		var want []ref
+		for id := range tf {
+			if sc := bm25(id, lexemes); sc > 0 {
+				want = append(want, ref{id, sc})
+			}
+		}
+		slices.SortFunc(want, func(a, b ref) int { return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.id, b.id)) })
+		want = want[:min(len(want), MaxTopK)]
+		hits, err := s.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Keyword, TopK: MaxTopK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != len(want) || len(hits) == 0 {
+			t.Fatalf("%q: %d hits, want %d (every chunk with a query term)", query, len(hits), len(want))
+		}
+		for i, h := range hits {
+			// Scores equal up to summation order; a near tie may swap.
+			if math.Abs(h.Score-want[i].score) > 1e-9 {
+				t.Errorf("%q hit %d: score %v, BM25 %v", query, i, h.Score, want[i].score)
+			}
+			if want := bm25(h.ChunkID, lexemes); math.Abs(h.Score-want) > 1e-9 {
+				t.Errorf("%q hit %d: score %v, its BM25 %v", query, i, h.Score, want)
+			}
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// IngestStats counts the files this Store has processed since Open, for
+// IngestStats counts the files an Ingester has processed since it started, for
 // monitoring. Duplicates, which are not processed again, are not counted.
 type IngestStats struct {
 	// Queued is the number of submitted files waiting for a worker.
@@ -35,11 +35,11 @@ func (c *ingestCounters) done(f File, ok bool, took time.Duration) {
 	c.bytes.Add(f.SizeBytes)
 }
 
-// IngestStats returns the processing counters of this Store.
-func (s *Store) IngestStats() IngestStats {
-	c := &s.counters
+// IngestStats returns the processing counters of this Ingester.
+func (in *Ingester) IngestStats() IngestStats {
+	c := &in.counters
 	return IngestStats{
-		Queued:   len(s.slots),
+		Queued:   len(in.slots),
 		Ready:    c.ready.Load(),
 		Failed:   c.failed.Load(),
 		Chunks:   c.chunks.Load(),

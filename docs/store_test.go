@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
@@ -22,7 +23,7 @@ import (
 
 func TestIngestFormats(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	tests := []struct {
 		name, fileName, declared string
@@ -105,7 +106,7 @@ func TestIngestFormats(t *testing.T) {
 
 func TestDuplicateUploadReturnsTheSameFile(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	data := []byte(prose(1, 400))
 	first, err := s.Ingest(ctx, "dup", "a.txt", "text/plain", data)
@@ -143,19 +144,19 @@ func TestDuplicateUploadReturnsTheSameFile(t *testing.T) {
 
 func TestFailedFileKeepsNoChunks(t *testing.T) {
 	t.Parallel()
-	s, url := newStore(t, Options{})
+	s, url := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	// Something ready first, so the statistics have something to corrupt.
 	if _, err := s.Ingest(ctx, "fail", "ok.txt", "", []byte(prose(2, 300))); err != nil {
 		t.Fatal(err)
 	}
 	local, _ := embed.NewLocal(384)
-	broken := openStore(t, url, failingEmbedder{local}, Options{})
+	broken := openStore(t, url, failingEmbedder{local}, IngestOptions{})
 	text := []byte(prose(3, 300))
 
 	tests := []struct {
 		name     string
-		store    *Store
+		store    *testStore
 		fileName string
 		data     []byte
 		wantErr  error
@@ -215,7 +216,7 @@ func TestFailedFileKeepsNoChunks(t *testing.T) {
 
 func TestUploadValidation(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{MaxFileBytes: 1000})
+	s, _ := newStore(t, IngestOptions{MaxFileBytes: 1000})
 	ctx := context.Background()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	tests := []struct {
@@ -258,7 +259,7 @@ func TestUploadValidation(t *testing.T) {
 
 func TestSubmitAndSearchInParallel(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{Workers: 2, QueueSize: 64})
+	s, _ := newStore(t, IngestOptions{Workers: 2, QueueSize: 64})
 	ctx := context.Background()
 	const conv = "parallel"
 	const submitters, perSubmitter = 6, 4
@@ -338,10 +339,7 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	gate := newGatedEmbedder(t)
-	s, err := Open(context.Background(), url, gate, Options{Workers: 1, QueueSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, url, gate, IngestOptions{Workers: 1, QueueSize: 1})
 	ctx := context.Background()
 	running, err := s.Submit(ctx, "q", "1.txt", "", []byte("first file"))
 	if err != nil {
@@ -366,25 +364,21 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 
 	// Close drains the queue: both files finish.
 	close(gate.release)
-	s.Close()
+	s.Ingester.Close()
 	afterClose := map[string]func() error{
-		"Submit":    func() error { _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
-		"Ingest":    func() error { _, err := s.Ingest(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
-		"Search":    func() error { _, err := s.Search(ctx, Query{Text: "file", ConversationID: "q"}); return err },
-		"ListFiles": func() error { _, err := s.ListFiles(ctx, "q"); return err },
-		"GetFile":   func() error { _, err := s.GetFile(ctx, running.ID); return err },
-		"Ping":      func() error { return s.Ping(ctx) },
-		"Reembed":   func() error { return s.Reembed(ctx, gate.Embedder, nil) },
+		"Submit": func() error { _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Ingest": func() error { _, err := s.Ingest(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
 	}
 	for name, call := range afterClose {
 		if err := call(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close = %v; want ErrClosed", name, err)
 		}
 	}
-	s.Close() // a second Close returns at once
-	check := openStore(t, url, gate.Embedder, Options{})
+	s.Ingester.Close() // a second Close returns at once
+	// The pool is the caller's: the Store still reads after the Ingester
+	// closed.
 	for _, id := range []string{running.ID, queued.ID} {
-		f, err := check.GetFile(ctx, id)
+		f, err := s.GetFile(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,10 +392,7 @@ func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	gate := newGatedEmbedder(t) // never released
-	s, err := Open(context.Background(), url, gate, Options{Workers: 1, QueueSize: 2, ShutdownTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, url, gate, IngestOptions{Workers: 1, QueueSize: 2, ShutdownTimeout: 100 * time.Millisecond})
 	ctx := context.Background()
 	running, err := s.Submit(ctx, "c", "1.txt", "", []byte("first file"))
 	if err != nil {
@@ -412,8 +403,8 @@ func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	check := openStore(t, url, gate.Embedder, Options{})
+	s.Ingester.Close()
+	check := openStore(t, url, gate.Embedder, IngestOptions{})
 	for _, id := range []string{running.ID, queued.ID} {
 		f, err := check.GetFile(ctx, id)
 		if err != nil {
@@ -432,7 +423,7 @@ func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
 
 func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	data := []byte("a file whose processing was cut short")
 	f, err := s.Ingest(ctx, "stale", "a.txt", "", data)
@@ -443,7 +434,6 @@ func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 	for _, sql := range []string{
 		`DELETE FROM chunks WHERE file_id = $1`,
 		`DELETE FROM conversation_stats WHERE $1::uuid IS NOT NULL`,
-		`DELETE FROM term_stats WHERE $1::uuid IS NOT NULL`,
 		`UPDATE files SET status = 'processing', updated_at = now() - interval '2 hours' WHERE id = $1`,
 	} {
 		if _, err := s.Pool().Exec(ctx, sql, f.ID); err != nil {
@@ -474,7 +464,7 @@ func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 
 func TestDeleteFileUpdatesStatistics(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	a, err := s.Ingest(ctx, "del", "a.txt", "", []byte(prose(7, 500)+" unique-alpha zeppelin"))
 	if err != nil {
@@ -493,13 +483,6 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 	if n := countChunks(t, s.Pool(), "file_id = $1", a.ID); n != 0 {
 		t.Errorf("%d chunks left of a deleted file", n)
 	}
-	var zeppelin int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM term_stats WHERE conversation_id = 'del' AND term = 'zeppelin'`).Scan(&zeppelin); err != nil {
-		t.Fatal(err)
-	}
-	if zeppelin != 0 {
-		t.Error("a term only the deleted file held is still counted")
-	}
 	hits, err := s.Search(ctx, Query{Text: "zeppelin", ConversationID: "del", Mode: Keyword})
 	if err != nil {
 		t.Fatal(err)
@@ -517,12 +500,12 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 	if err := s.DeleteFile(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	var convRows, termRows int
-	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM conversation_stats), (SELECT count(*) FROM term_stats)`).Scan(&convRows, &termRows); err != nil {
+	var convRows int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM conversation_stats`).Scan(&convRows); err != nil {
 		t.Fatal(err)
 	}
-	if convRows != 0 || termRows != 0 {
-		t.Errorf("%d conversation and %d term statistics rows left after deleting every file", convRows, termRows)
+	if convRows != 0 {
+		t.Errorf("%d conversation statistics rows left after deleting every file", convRows)
 	}
 	files, err := s.ListFiles(ctx, "del")
 	if err != nil {
@@ -535,7 +518,7 @@ func TestDeleteFileUpdatesStatistics(t *testing.T) {
 
 func TestMalformedAndUnknownIDs(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	for _, id := range []string{"", "nope", "1234", "'; DROP TABLE files; --", "00000000-0000-0000-0000-00000000000g"} {
 		if _, err := s.GetFile(ctx, id); !errors.Is(err, ErrInvalidID) {
@@ -580,11 +563,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	emb, _ := embed.NewLocal(384)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := Open(ctx, "postgres://u:p@"+freeAddr(t)+"/db?sslmode=disable&connect_timeout=5", emb, Options{})
-	if err != nil {
-		t.Fatalf("Open with nothing listening = %v; want success (the pool connects lazily)", err)
-	}
-	defer s.Close()
+	s := openStore(t, "postgres://u:p@"+freeAddr(t)+"/db?sslmode=disable&connect_timeout=5", emb, IngestOptions{})
 	calls := map[string]func() error{
 		"Ping":        func() error { return s.Ping(ctx) },
 		"CheckSchema": func() error { return s.CheckSchema(ctx) },
@@ -624,7 +603,7 @@ func TestRecoversWhenTheDatabaseComesBack(t *testing.T) {
 		t.Fatalf("could not point %s at %s", dbURL, addr)
 	}
 	emb, _ := embed.NewLocal(384)
-	s := openStore(t, down, emb, Options{})
+	s := openStore(t, down, emb, IngestOptions{})
 	ctx := context.Background()
 	if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Ping while down = %v; want ErrUnavailable", err)
@@ -689,7 +668,7 @@ func TestCheckSchema(t *testing.T) {
 	emb, _ := embed.NewLocal(384)
 	ctx := context.Background()
 
-	empty := openStore(t, pgtest.NewEmptyDatabase(t), emb, Options{})
+	empty := openStore(t, pgtest.NewEmptyDatabase(t), emb, IngestOptions{})
 	err := empty.CheckSchema(ctx)
 	if !errors.Is(err, ErrSchemaOutdated) || !strings.Contains(err.Error(), "mcpsearch migrate") {
 		t.Errorf("CheckSchema on an empty database = %v; want ErrSchemaOutdated naming `mcpsearch migrate`", err)
@@ -701,42 +680,58 @@ func TestCheckSchema(t *testing.T) {
 		t.Errorf("Ping on an empty database = %v; want nil (it is reachable)", err)
 	}
 
-	migrated := openStore(t, pgtest.NewDatabase(t), emb, Options{})
+	migrated := openStore(t, pgtest.NewDatabase(t), emb, IngestOptions{})
 	if err := migrated.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema on a migrated database = %v", err)
 	}
 }
 
-func TestOpenRejectsBadSettings(t *testing.T) {
+func TestNewRejectsBadSettings(t *testing.T) {
 	t.Parallel()
 	local, _ := embed.NewLocal(384)
-	tests := []struct {
+	pool := openPool(t, "postgres://127.0.0.1/db")
+	stores := []struct {
 		name string
-		url  string
+		pool *pgxpool.Pool
 		emb  embed.Embedder
 		opts Options
 	}{
-		{"bad URL", "postgres://%zz", local, Options{}},
-		{"nil embedder", "postgres://127.0.0.1/db", nil, Options{}},
-		{"unnamed model", "postgres://127.0.0.1/db", wordEmbedder{model: "", dims: 8}, Options{}},
-		{"backslash in model", "postgres://127.0.0.1/db", wordEmbedder{model: `a\b`, dims: 8}, Options{}},
-		{"zero dimensions", "postgres://127.0.0.1/db", wordEmbedder{model: "m", dims: 0}, Options{}},
-		{"chunk overlap too large", "postgres://127.0.0.1/db", local, Options{Chunk: chunk.Options{Size: 200, Overlap: 150}}},
-		{"negative vector weight", "postgres://127.0.0.1/db", local, Options{VectorWeight: -1}},
-		{"vector weight too large", "postgres://127.0.0.1/db", local, Options{VectorWeight: MaxVectorWeight + 1}},
+		{"nil pool", nil, local, Options{}},
+		{"nil embedder", pool, nil, Options{}},
+		{"unnamed model", pool, wordEmbedder{model: "", dims: 8}, Options{}},
+		{"backslash in model", pool, wordEmbedder{model: `a\b`, dims: 8}, Options{}},
+		{"zero dimensions", pool, wordEmbedder{model: "m", dims: 0}, Options{}},
+		{"negative vector weight", pool, local, Options{VectorWeight: -1}},
+		{"vector weight too large", pool, local, Options{VectorWeight: MaxVectorWeight + 1}},
 	}
-	for _, tt := range tests {
-		s, err := Open(context.Background(), tt.url, tt.emb, tt.opts)
-		if err == nil {
-			s.Close()
-			t.Errorf("%s: Open succeeded", tt.name)
+	for _, tt := range stores {
+		if _, err := NewStore(tt.pool, tt.emb, tt.opts); err == nil {
+			t.Errorf("NewStore with %s succeeded", tt.name)
+		}
+	}
+	st, err := NewStore(pool, local, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingesters := []struct {
+		name string
+		st   *Store
+		opts IngestOptions
+	}{
+		{"nil store", nil, IngestOptions{}},
+		{"chunk overlap too large", st, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 150}}},
+	}
+	for _, tt := range ingesters {
+		if in, err := NewIngester(tt.st, tt.opts); err == nil {
+			in.Close()
+			t.Errorf("NewIngester with %s succeeded", tt.name)
 		}
 	}
 }
 
 func TestIngestStats(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, Options{})
+	s, _ := newStore(t, IngestOptions{})
 	ctx := context.Background()
 	if got := s.IngestStats(); got != (IngestStats{}) {
 		t.Fatalf("stats of a new store = %+v, want zero", got)
@@ -757,5 +752,39 @@ func TestIngestStats(t *testing.T) {
 	if got.Ready != 1 || got.Failed != 1 || got.Chunks != int64(ready.ChunkCount) || got.Chunks == 0 ||
 		got.Bytes != int64(len(data)) || got.Pages != 0 || got.Duration <= 0 || got.Queued != 0 {
 		t.Errorf("stats = %+v; want 1 ready (%d chunks, %d bytes), 1 failed, time spent", got, ready.ChunkCount, len(data))
+	}
+}
+
+func TestCheckConversationID(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, id, want string
+		ok             bool
+	}{
+		{"plain", "chat-42", "chat-42", true},
+		{"trimmed", "  chat-42\n", "chat-42", true},
+		{"longest", strings.Repeat("a", MaxConversationIDLen), strings.Repeat("a", MaxConversationIDLen), true},
+		{"multibyte at the limit", strings.Repeat("é", MaxConversationIDLen/2), strings.Repeat("é", MaxConversationIDLen/2), true},
+		{"empty", "", "", false},
+		{"blank", " \t ", "", false},
+		{"too long", strings.Repeat("a", MaxConversationIDLen+1), "", false},
+		{"too long in bytes", strings.Repeat("é", MaxConversationIDLen/2+1), "", false},
+		{"NUL", "chat\x00", "", false},
+		{"control character", "chat\x07bell", "", false},
+		{"invalid UTF-8", "chat\xff", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CheckConversationID(tt.id)
+			if tt.ok {
+				if err != nil || got != tt.want {
+					t.Errorf("CheckConversationID(%q) = %q, %v; want %q", tt.id, got, err, tt.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "send") {
+				t.Errorf("CheckConversationID(%q) = %v; want ErrInvalidArgument saying what to send", tt.id, err)
+			}
+		})
 	}
 }

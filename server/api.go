@@ -87,7 +87,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, fmt.Errorf("%s is larger than the %d MB limit (MCP_docs_max_file_mb): %w", part.FileName(), s.cfg.MaxFileBytes>>20, docs.ErrTooLarge))
 			return
 		}
-		f, err := s.deps.Docs.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
+		f, err := s.deps.Ingest.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
 		if err != nil {
 			writeError(w, r, err)
 			return

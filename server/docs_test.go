@@ -18,19 +18,32 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
-func openStore(t testing.TB, url string) *docs.Store {
+// setDocs gives d a document store and an ingester on the database at url,
+// closed when the test ends, and returns the store.
+func setDocs(t testing.TB, d *Deps, url string) *docs.Store {
 	t.Helper()
 	emb, err := embed.NewLocal(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := docs.Open(context.Background(), url, emb, docs.Options{})
+	pool, err := pg.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.Close)
+	t.Cleanup(pool.Close)
+	st, err := docs.NewStore(pool, emb, docs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := docs.NewIngester(st, docs.IngestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	d.Docs, d.Ingest = st, in
 	return st
 }
 
@@ -38,27 +51,31 @@ func openStore(t testing.TB, url string) *docs.Store {
 // HTTP surface.
 type docsHarness struct {
 	*harness
-	store *docs.Store
-	http  *httptest.Server
+	store  *docs.Store
+	ingest *docs.Ingester
+	http   *httptest.Server
 }
 
 func newDocsHarness(t *testing.T, tweak func(*config.Config), deps func(*Deps)) *docsHarness {
 	t.Helper()
-	st := openStore(t, pgtest.NewDatabase(t))
+	var st *docs.Store
+	var in *docs.Ingester
+	url := pgtest.NewDatabase(t)
 	h := newHarnessDeps(t, func(c *config.Config) {
 		c.Transports = []string{"http", "sse"}
 		if tweak != nil {
 			tweak(c)
 		}
 	}, func(d *Deps) {
-		d.Docs = st
+		st = setDocs(t, d, url)
+		in = d.Ingest
 		if deps != nil {
 			deps(d)
 		}
 	})
 	hs := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(hs.Close)
-	return &docsHarness{harness: h, store: st, http: hs}
+	return &docsHarness{harness: h, store: st, ingest: in, http: hs}
 }
 
 // upload posts files as multipart to the upload API.

@@ -96,13 +96,15 @@ func (s *Server) registerDeps() {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
 				func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
 		)
-		s.metrics.reg.MustRegister(ingestCollector{st})
+	}
+	if in := s.deps.Ingest; in != nil {
+		s.metrics.reg.MustRegister(ingestCollector{in})
 	}
 }
 
 // ingestCollector exports the document store's processing counters. One
 // collector reads IngestStats once per scrape, so the series agree.
-type ingestCollector struct{ st *docs.Store }
+type ingestCollector struct{ in *docs.Ingester }
 
 var (
 	ingestFilesDesc = prometheus.NewDesc("mcpsearch_ingest_files_total",
@@ -126,7 +128,7 @@ func (ingestCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.st.IngestStats()
+	st := c.in.IngestStats()
 	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Ready), docs.StatusReady)
 	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Failed), docs.StatusFailed)
 	ch <- prometheus.MustNewConstMetric(ingestChunksDesc, prometheus.CounterValue, float64(st.Chunks))

@@ -69,7 +69,7 @@ func keyedServerWith(t *testing.T, tweak func(*config.Config)) (*harness, *httpt
 		}
 	}, func(d *Deps) {
 		d.APIKeys = keys
-		d.Docs = openStore(t, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
+		setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
 	})
 	hs := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(hs.Close)
@@ -349,7 +349,7 @@ func TestIngestMetricsMove(t *testing.T) {
 		t.Fatalf("upload: %s", resp.Status)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for st := h.store.IngestStats(); st.Ready+st.Failed < 2; st = h.store.IngestStats() {
+	for st := h.ingest.IngestStats(); st.Ready+st.Failed < 2; st = h.ingest.IngestStats() {
 		if time.Now().After(deadline) {
 			t.Fatalf("files not processed in time: %+v", st)
 		}

@@ -24,6 +24,8 @@ import (
 type Deps struct {
 	Search *searxng.Client
 	Docs   *docs.Store
+	// Ingest processes uploads into Docs; it is needed when Docs is set.
+	Ingest *docs.Ingester
 	// APIKeys are the keys accepted on the HTTP surfaces; none means no
 	// key is asked for.
 	APIKeys []APIKey

@@ -377,5 +377,5 @@ func TestToolErrorMapping(t *testing.T) {
 // points at a port where nothing listens: listing tools needs no database.
 func newFullHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarnessDeps(t, nil, func(d *Deps) { d.Docs = openStore(t, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1") })
+	return newHarnessDeps(t, nil, func(d *Deps) { setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1") })
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/audit"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
 func runAudit(ctx context.Context, env *environment, args []string) error {
@@ -37,14 +38,14 @@ func auditTail(ctx context.Context, env *environment, args []string) error {
 	if n < 1 {
 		return usageError{errors.New("-n must be at least 1")}
 	}
-	st, err := openStore(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, "warn"))
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	entries, err := audit.Tail(ctx, st.Pool(), n)
+	defer pool.Close()
+	entries, err := audit.Tail(ctx, pool, n)
 	if err != nil {
-		return err
+		return pg.Error("audit tail", err)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTOOL\tOUTCOME\tMS\tTRANSPORT\tCLIENT\tKEY\tCONVERSATION\tARGUMENTS")
@@ -73,14 +74,14 @@ func auditPrune(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--older-than: %w", err)}
 	}
-	st, err := openStore(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, "warn"))
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	n, err := audit.Prune(ctx, st.Pool(), age)
+	defer pool.Close()
+	n, err := audit.Prune(ctx, pool, age)
 	if err != nil {
-		return err
+		return pg.Error("audit prune", err)
 	}
 	fmt.Fprintf(env.stdout, "deleted %d audit rows older than %s\n", n, older)
 	return nil

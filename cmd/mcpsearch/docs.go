@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/term"
 
 	"github.com/mcpsearch/mcpsearch/config"
@@ -23,6 +24,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/migrations"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
 // newEmbedder builds the configured embedder.
@@ -35,39 +37,62 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 	return e, nil
 }
 
-// openStore opens the documents store of cfg. It needs DATABASE_URL.
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.Store, error) {
+// openPool opens the connection pool on DATABASE_URL, which it needs. It
+// does not connect yet.
+func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, usageError{errors.New("DATABASE_URL is not set: point it at PostgreSQL with pgvector (scripts/pg.sh prints one for a local server)")}
 	}
+	pool, err := pg.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("DATABASE_URL: %w", err)}
+	}
+	return pool, nil
+}
+
+// newStore builds the documents store of cfg on pool, with its embedder.
+func newStore(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.Store, error) {
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := docs.Open(ctx, cfg.DatabaseURL, emb, docs.Options{
-		Chunk:        chunk.Options{Size: cfg.ChunkSize, Overlap: cfg.ChunkOverlap},
-		MaxFileBytes: cfg.MaxFileBytes,
-		Workers:      cfg.Workers,
-		VectorWeight: cfg.HybridVectorWeight(),
-		Logger:       log,
-	})
+	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.HybridVectorWeight(), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open documents store: %w", err)
 	}
 	return st, nil
 }
 
-// openMigratedStore opens the store and checks that its schema is current.
-func openMigratedStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.Store, error) {
-	st, err := openStore(ctx, cfg, log)
+// newIngester starts the upload pipeline of cfg on st; Close stops it.
+func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger) (*docs.Ingester, error) {
+	in, err := docs.NewIngester(st, docs.IngestOptions{
+		Chunk:        chunk.Options{Size: cfg.ChunkSize, Overlap: cfg.ChunkOverlap},
+		MaxFileBytes: cfg.MaxFileBytes,
+		Workers:      cfg.Workers,
+		Logger:       log,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start ingestion: %w", err)
 	}
-	if err := st.CheckSchema(ctx); err != nil {
-		st.Close()
-		return nil, err
+	return in, nil
+}
+
+// migratedStore opens the pool and the store of cfg and checks that the
+// schema is current. The caller closes the pool.
+func migratedStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, *docs.Store, error) {
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
-	return st, nil
+	st, err := newStore(cfg, pool, log)
+	if err == nil {
+		err = st.CheckSchema(ctx)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, st, nil
 }
 
 func runMigrate(ctx context.Context, env *environment, args []string) error {
@@ -75,15 +100,14 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	st, err := openStore(ctx, cfg, log)
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	applied, err := migrations.Apply(ctx, st.Pool())
+	defer pool.Close()
+	applied, err := migrations.Apply(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return fmt.Errorf("migrate: %w", pg.Error("database", err))
 	}
 	if len(applied) == 0 {
 		fmt.Fprintf(env.stdout, "schema is up to date (version %d)\n", migrations.Latest())
@@ -114,12 +138,17 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return errors.New("no supported files (PDF, text, Markdown, HTML) under the given paths")
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, "warn")
-	st, err := openMigratedStore(ctx, cfg, log)
+	pool, st, err := migratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	return ingestFiles(ctx, env, st, conv, paths, cfg.Workers)
+	defer pool.Close()
+	in, err := newIngester(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return ingestFiles(ctx, env, in, conv, paths, cfg.Workers)
 }
 
 // collectFiles expands folders into the files below them that look like a
@@ -205,7 +234,7 @@ func (p *progress) file(name string, f docs.File, err error) {
 	}
 }
 
-func ingestFiles(ctx context.Context, env *environment, st *docs.Store, conv string, paths []string, workers int) error {
+func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, workers int) error {
 	tty := false
 	if f, ok := env.stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -216,7 +245,7 @@ func ingestFiles(ctx context.Context, env *environment, st *docs.Store, conv str
 		data, err := os.ReadFile(paths[i])
 		var f docs.File
 		if err == nil {
-			f, err = st.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
+			f, err = in.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
 		}
 		p.file(paths[i], f, err)
 		return nil
@@ -239,11 +268,11 @@ func runReembed(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	st, err := openMigratedStore(ctx, cfg, log)
+	pool, st, err := migratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer pool.Close()
 	to, err := newEmbedder(cfg)
 	if err != nil {
 		return err

@@ -46,11 +46,16 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("load dataset: %w", err)
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, "warn")
-	st, err := openMigratedStore(ctx, cfg, log)
+	pool, st, err := migratedStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer pool.Close()
+	in, err := newIngester(cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
 	conv := "eval-" + strings.ToLower(rand.Text()[:10])
 	if !keep {
 		defer func() {
@@ -63,7 +68,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		}()
 	}
 	start := time.Now()
-	if err := ingestCorpus(ctx, st, conv, ds, cfg.Workers); err != nil {
+	if err := ingestCorpus(ctx, in, conv, ds, cfg.Workers); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
@@ -99,14 +104,14 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 	return eval.WriteTable(env.stdout, results)
 }
 
-func ingestCorpus(ctx context.Context, st *docs.Store, conv string, ds *eval.Dataset, workers int) error {
+func ingestCorpus(ctx context.Context, in *docs.Ingester, conv string, ds *eval.Dataset, workers int) error {
 	err := forEach(ctx, len(ds.Corpus), workers, func(i int) error {
 		d := ds.Corpus[i]
 		text := d.Text
 		if d.Title != "" {
 			text = d.Title + "\n\n" + text
 		}
-		_, err := st.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
+		_, err := in.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
 		// A document without words cannot be found; BEIR corpora have a
 		// few, and they do not stop the run.
 		if err != nil && !errors.Is(err, extract.ErrNoText) {

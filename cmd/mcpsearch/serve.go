@@ -65,19 +65,23 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		}
 		deps.Search = c
 	}
+	var pool *pgxpool.Pool
 	if cfg.DocsEnabled {
-		st, err := openDocs(ctx, cfg, log)
+		p, st, err := openDocs(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
 		if st != nil {
-			defer st.Close()
-			deps.Docs = st
+			// Deferred first, so the pool closes after the ingester
+			// drained and the audit writer flushed.
+			defer p.Close()
+			in, err := newIngester(cfg, st, log)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			pool, deps.Docs, deps.Ingest = p, st, in
 		}
-	}
-	var pool *pgxpool.Pool
-	if deps.Docs != nil {
-		pool = deps.Docs.Pool()
 	}
 	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
 	defer func() {
@@ -119,14 +123,19 @@ func loadKeys(cfg config.Config) ([]server.APIKey, error) {
 // documents tools are off; with an unreachable database the server starts
 // anyway and the tools report the outage until it comes back; with an old
 // schema it refuses to start and says what to run.
-func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.Store, error) {
+func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, *docs.Store, error) {
 	if cfg.DatabaseURL == "" {
 		log.Warn("documents tools are off: set DATABASE_URL to a PostgreSQL with pgvector (or MCP_docs_enabled=false to silence this)")
-		return nil, nil
+		return nil, nil, nil
 	}
-	st, err := openStore(ctx, cfg, log)
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	st, err := newStore(cfg, pool, log)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -135,10 +144,10 @@ func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*docs.S
 	case errors.Is(err, docs.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		log.Warn("database unreachable at start; documents tools report it until it is back", "error", err)
 	default:
-		st.Close()
-		return nil, err
+		pool.Close()
+		return nil, nil, err
 	}
-	return st, nil
+	return pool, st, nil
 }
 
 func runConfig(_ context.Context, env *environment, args []string) error {

@@ -86,6 +86,14 @@ func NewEmptyDatabase(t testing.TB) string {
 	return create(ctx, t, admin, "template0")
 }
 
+// AdminURL returns DATABASE_URL, or ends the test: skipped when
+// MCPSEARCH_TEST_SKIP_DB=1, failed when the variable is missing. Tests of
+// connection failures derive broken URLs from it.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	return adminURL(t)
+}
+
 // adminURL returns DATABASE_URL, or ends the test: skipped when
 // MCPSEARCH_TEST_SKIP_DB=1, failed when the variable is missing.
 func adminURL(t testing.TB) string {

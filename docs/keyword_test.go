@@ -1,0 +1,192 @@
+package docs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/mcpsearch/mcpsearch/docs/chunk"
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// TestTwoStoresSeeEachOthersFiles runs two stores, as two replicas, on one
+// database: each must find in its keyword index a file the other stored, or
+// lose one the other deleted, on the very next search.
+func TestTwoStoresSeeEachOthersFiles(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := openStore(t, url, emb, IngestOptions{})
+	b := openStore(t, url, emb, IngestOptions{})
+	ctx := context.Background()
+	const conv = "replicas"
+	find := func(s *testStore, word string) int {
+		t.Helper()
+		hits, err := s.Search(ctx, Query{Text: word, ConversationID: conv, Mode: Keyword, TopK: MaxTopK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	if _, err := a.Ingest(ctx, conv, "base.txt", "", []byte(prose(1, 300))); err != nil {
+		t.Fatal(err)
+	}
+	// Both build their index.
+	if find(a, "server") == 0 || find(b, "server") == 0 {
+		t.Fatal("neither store finds a common word")
+	}
+	steps := []struct {
+		writer, reader *testStore
+		word           string
+	}{
+		{a, b, "quokka"},
+		{b, a, "axolotl"},
+	}
+	for _, st := range steps {
+		f, err := st.writer.Ingest(ctx, conv, st.word+".txt", "", []byte("A note about the "+st.word+" and its habitat."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := find(st.reader, st.word); n != 1 {
+			t.Errorf("the other store finds %q in %d chunks right after it became ready; want 1", st.word, n)
+		}
+		if err := st.writer.DeleteFile(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := find(st.reader, st.word); n != 0 {
+			t.Errorf("the other store finds %q in %d chunks after its file was deleted; want 0", st.word, n)
+		}
+	}
+}
+
+// TestKeywordCacheBudget checks that indexes beyond the memory budget are
+// evicted and rebuilt on demand, with the same answers.
+func TestKeywordCacheBudget(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loader := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	for i := range 4 {
+		if _, err := loader.Ingest(ctx, fmt.Sprintf("c%d", i), "a.txt", "", []byte(prose(uint64(200+i), 2000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Measure one index, then allow about two.
+	probe, err := NewStore(loader.Pool(), emb, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.Search(ctx, Query{Text: "server", ConversationID: "c0", Mode: Keyword}); err != nil {
+		t.Fatal(err)
+	}
+	one := probe.keywords.usedBytes()
+	if one <= 0 {
+		t.Fatalf("cached index of %d bytes", one)
+	}
+	small, err := NewStore(loader.Pool(), emb, Options{KeywordCacheBytes: 2*one + one/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		for i := range 4 {
+			q := Query{Text: "server cluster garden", ConversationID: fmt.Sprintf("c%d", i), Mode: Keyword}
+			got, err := small.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := loader.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 || fmt.Sprint(hitIDs(got)) != fmt.Sprint(hitIDs(want)) {
+				t.Errorf("round %d, %s: %v; want %v", round, q.ConversationID, hitIDs(got), hitIDs(want))
+			}
+			if used := small.keywords.usedBytes(); used > 2*one+one/2 {
+				t.Errorf("cache holds %d bytes over a budget of %d", used, 2*one+one/2)
+			}
+		}
+	}
+}
+
+func hitIDs(hits []Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ChunkID
+	}
+	return ids
+}
+
+// TestVectorTopKCompleteForSmallConversations stores many small
+// conversations beside a large one and checks that every vector search of a
+// small one returns min(top_k, matching chunks) chunks, the exact nearest
+// ones.
+func TestVectorTopKCompleteForSmallConversations(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	ctx := context.Background()
+	if _, err := s.Ingest(ctx, "large", "large.txt", "", []byte(prose(300, 30000))); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{}
+	for i := range 12 {
+		conv := fmt.Sprintf("small-%d", i)
+		f, err := s.Ingest(ctx, conv, "a.txt", "", []byte(prose(uint64(400+i), 20+40*i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[conv] = f.ChunkCount
+	}
+	for conv, n := range sizes {
+		for _, k := range []int{1, 5, 10, MaxTopK} {
+			q := Query{Text: "database replica failover", ConversationID: conv, Mode: Vector, TopK: k}
+			hits, err := s.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The exact answer, the chunks at similarity 0 (the threshold)
+			// or more: the distance on the uncast column matches no index.
+			qv, err := emb.Embed(ctx, []string{q.Text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := s.Pool().Query(ctx, `
+				SELECT id::text FROM chunks WHERE conversation_id = $1 AND 1 - (embedding <=> $2) >= 0
+				ORDER BY embedding <=> $2, id LIMIT $3`, conv, pgvector.NewVector(qv[0]), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != len(want) || len(want) == 0 {
+				t.Errorf("%s (%d chunks), top_k %d: %d hits; want %d", conv, n, k, len(hits), len(want))
+			}
+			got := map[string]bool{}
+			for _, h := range hits {
+				got[h.ChunkID] = true
+			}
+			for _, id := range want {
+				if !got[id] {
+					t.Errorf("%s, top_k %d: exact neighbour %s missing", conv, k, id)
+				}
+			}
+		}
+	}
+}
