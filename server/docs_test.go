@@ -68,7 +68,7 @@ func newDocsHarness(t *testing.T, tweak func(*config.Config), deps func(*Deps)) 
 		}
 	}, func(d *Deps) {
 		st = setDocs(t, d, url)
-		in = d.Ingest
+		in = d.Ingest.(*docs.Ingester)
 		if deps != nil {
 			deps(d)
 		}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -82,29 +83,30 @@ func (s *Server) registerDeps() {
 				func() float64 { return float64(w.Stats().Retries) }),
 		)
 	}
-	if st := s.deps.Docs; st != nil {
-		pool := st.Pool()
-		gauge := func(name, help string, f func() float64) prometheus.Collector {
-			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-		}
-		s.metrics.reg.MustRegister(
-			gauge("mcpsearch_db_pool_total_conns", "Connections in the database pool.", func() float64 { return float64(pool.Stat().TotalConns()) }),
-			gauge("mcpsearch_db_pool_idle_conns", "Idle connections in the database pool.", func() float64 { return float64(pool.Stat().IdleConns()) }),
-			gauge("mcpsearch_db_pool_acquired_conns", "Connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_total", Help: "Connections acquired from the pool."},
-				func() float64 { return float64(pool.Stat().AcquireCount()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
-				func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
-		)
-	}
 	if in := s.deps.Ingest; in != nil {
 		s.metrics.reg.MustRegister(ingestCollector{in})
 	}
 }
 
+// PoolMetrics are the series of a database connection pool, for Register.
+func PoolMetrics(pool *pgxpool.Pool) []prometheus.Collector {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	return []prometheus.Collector{
+		gauge("mcpsearch_db_pool_total_conns", "Connections in the database pool.", func() float64 { return float64(pool.Stat().TotalConns()) }),
+		gauge("mcpsearch_db_pool_idle_conns", "Idle connections in the database pool.", func() float64 { return float64(pool.Stat().IdleConns()) }),
+		gauge("mcpsearch_db_pool_acquired_conns", "Connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_total", Help: "Connections acquired from the pool."},
+			func() float64 { return float64(pool.Stat().AcquireCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
+			func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
+	}
+}
+
 // ingestCollector exports the document store's processing counters. One
 // collector reads IngestStats once per scrape, so the series agree.
-type ingestCollector struct{ in *docs.Ingester }
+type ingestCollector struct{ in Uploads }
 
 var (
 	ingestFilesDesc = prometheus.NewDesc("mcpsearch_ingest_files_total",

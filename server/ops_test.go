@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
 )
 
 // bearer adds an Authorization header to every request.
@@ -273,7 +274,7 @@ func TestAuditRows(t *testing.T) {
 	h := newDocsHarness(t, func(c *config.Config) {
 		c.RateLimits["web_search"] = config.RateLimit{PerMinute: 1, Burst: 2}
 	}, func(d *Deps) {
-		pool = d.Docs.Pool()
+		pool = d.Docs.(*docs.Store).Pool()
 		w = audit.NewWriter(pool, audit.Options{FlushInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		d.Audit = w
 	})

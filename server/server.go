@@ -5,6 +5,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -19,18 +20,43 @@ import (
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
-// Deps are the domain services the tools call. A nil service means its
-// tools are not offered.
+// Deps are the domain services the tools call, as the small interfaces the
+// server needs of them, so a tool test can use a fake where a database or a
+// SearXNG adds nothing. A nil service means its tools are not offered.
 type Deps struct {
-	Search *searxng.Client
-	Docs   *docs.Store
+	Search WebSearcher
+	Docs   Documents
 	// Ingest processes uploads into Docs; it is needed when Docs is set.
-	Ingest *docs.Ingester
+	Ingest Uploads
 	// APIKeys are the keys accepted on the HTTP surfaces; none means no
 	// key is asked for.
 	APIKeys []APIKey
 	// Audit receives a record of every tool call; nil records nothing.
 	Audit *audit.Writer
+}
+
+// WebSearcher runs web searches (searxng.Client).
+type WebSearcher interface {
+	Search(ctx context.Context, r searxng.Request) (*searxng.Response, error)
+	Ping(ctx context.Context) error
+}
+
+// Documents reads and deletes uploaded documents (docs.Store).
+type Documents interface {
+	Search(ctx context.Context, q docs.Query) ([]docs.Hit, error)
+	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
+	GetFile(ctx context.Context, id string) (docs.File, error)
+	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
+	FileText(ctx context.Context, id string) (docs.File, string, error)
+	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
+	DeleteFile(ctx context.Context, id string) error
+	Ping(ctx context.Context) error
+}
+
+// Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
+type Uploads interface {
+	Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (docs.File, error)
+	IngestStats() docs.IngestStats
 }
 
 // Server builds MCP servers over one set of tools, limits and caches, and

@@ -65,22 +65,29 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		}
 		deps.Search = c
 	}
+	// One pool serves the documents store and the audit: audit rows reach
+	// the database whether or not the documents tools are on.
 	var pool *pgxpool.Pool
+	if cfg.DatabaseURL != "" {
+		if pool, err = openPool(ctx, cfg); err != nil {
+			return err
+		}
+		// Deferred first, so the pool closes after the ingester drained
+		// and the audit writer flushed.
+		defer pool.Close()
+	}
 	if cfg.DocsEnabled {
-		p, st, err := openDocs(ctx, cfg, log)
+		st, err := openDocs(ctx, cfg, pool, log)
 		if err != nil {
 			return err
 		}
 		if st != nil {
-			// Deferred first, so the pool closes after the ingester
-			// drained and the audit writer flushed.
-			defer p.Close()
 			in, err := newIngester(cfg, st, log)
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			pool, deps.Docs, deps.Ingest = p, st, in
+			deps.Docs, deps.Ingest = st, in
 		}
 	}
 	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
@@ -94,6 +101,11 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		}
 	}()
 	srv := server.New(cfg, deps, log, version)
+	if pool != nil {
+		if err := srv.Register(server.PoolMetrics(pool)...); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","),
 		"web_search", deps.Search != nil, "docs", deps.Docs != nil)
 	if cfg.Serves("stdio") {
@@ -123,19 +135,14 @@ func loadKeys(cfg config.Config) ([]server.APIKey, error) {
 // documents tools are off; with an unreachable database the server starts
 // anyway and the tools report the outage until it comes back; with an old
 // schema it refuses to start and says what to run.
-func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpool.Pool, *docs.Store, error) {
-	if cfg.DatabaseURL == "" {
+func openDocs(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.Store, error) {
+	if pool == nil {
 		log.Warn("documents tools are off: set DATABASE_URL to a PostgreSQL with pgvector (or MCP_docs_enabled=false to silence this)")
-		return nil, nil, nil
-	}
-	pool, err := openPool(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
+		return nil, nil
 	}
 	st, err := newStore(cfg, pool, log)
 	if err != nil {
-		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -144,10 +151,9 @@ func openDocs(ctx context.Context, cfg config.Config, log *slog.Logger) (*pgxpoo
 	case errors.Is(err, docs.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		log.Warn("database unreachable at start; documents tools report it until it is back", "error", err)
 	default:
-		pool.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return pool, st, nil
+	return st, nil
 }
 
 func runConfig(_ context.Context, env *environment, args []string) error {
