@@ -44,18 +44,25 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
-// BenchmarkConvertHTML isolates the conversion of the same page.
+// BenchmarkConvertHTML isolates the conversion: a typical manual page (30
+// KB) and the large page.
 func BenchmarkConvertHTML(b *testing.B) {
-	page := largePage(b)
-	c := newClient(b, Options{})
-	res := &Resource{URL: "https://example.org/large.html", FinalURL: "https://example.org/large.html",
-		ContentType: extract.MIMEHTML, DeclaredType: "text/html; charset=utf-8", Body: page}
-	b.SetBytes(int64(len(page)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Convert(b.Context(), res); err != nil {
-			b.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name string
+		page []byte
+	}{{"30KB", fixture(b, "zlib-how.html")}, {"1.2MB", largePage(b)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := newClient(b, Options{})
+			res := &Resource{URL: "https://example.org/p.html", FinalURL: "https://example.org/p.html",
+				ContentType: extract.MIMEHTML, DeclaredType: "text/html", Body: tc.page}
+			b.SetBytes(int64(len(tc.page)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Convert(b.Context(), res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
