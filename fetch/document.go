@@ -37,7 +37,9 @@ type Document struct {
 	// footers dropped), the text of every page with "--- page N ---"
 	// markers for PDF, the body itself for plain text and Markdown.
 	Content string
-	// Body is the body as received, at most Options.MaxBodyBytes long.
+	// Body is the body as received, at most Options.MaxBodyBytes long. A
+	// Document from Get may be shared through the cache: neither it nor
+	// Body may be modified.
 	Body []byte
 
 	rawOnce sync.Once
