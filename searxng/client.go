@@ -171,6 +171,17 @@ type Request struct {
 	// SafeSearch is 0 (off), 1 (moderate) or 2 (strict); nil leaves the
 	// instance's default.
 	SafeSearch *int
+	// IncludeDomains restricts results to these domains and their
+	// subdomains, for example "go.dev". The query SearXNG receives gets
+	// "site:go.dev" (several domains: "site:a.org OR site:b.org", which the
+	// engines that understand site: read as one alternative), and results
+	// from other hosts are dropped, since not every engine honours site:.
+	// Entries are normalised by NormalizeDomain; at most MaxDomains.
+	IncludeDomains []string
+	// ExcludeDomains drops results from these domains and their
+	// subdomains; the query gets "-site:b.org" for each. At most
+	// MaxDomains.
+	ExcludeDomains []string
 }
 
 // validate checks what SearXNG would reject, so a bad call fails without a
@@ -190,12 +201,25 @@ func (r Request) validate() error {
 	if r.SafeSearch != nil && (*r.SafeSearch < 0 || *r.SafeSearch > 2) {
 		return fmt.Errorf("safe search %d is not 0, 1 or 2", *r.SafeSearch)
 	}
+	for _, list := range []struct {
+		name    string
+		domains []string
+	}{{"include", r.IncludeDomains}, {"exclude", r.ExcludeDomains}} {
+		if len(list.domains) > MaxDomains {
+			return fmt.Errorf("%d %s domains: at most %d are allowed", len(list.domains), list.name, MaxDomains)
+		}
+		for _, d := range list.domains {
+			if _, err := NormalizeDomain(d); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
 // values encodes the request as SearXNG's query parameters.
 func (r Request) values() url.Values {
-	v := url.Values{"q": {r.Query}, "format": {"json"}}
+	v := url.Values{"q": {r.query()}, "format": {"json"}}
 	if cats := joinCategories(r.Categories); cats != "" {
 		v.Set("categories", cats)
 	}
@@ -229,9 +253,12 @@ func joinCategories(cats []string) string {
 	return b.String()
 }
 
-// Search runs one search and returns SearXNG's answer. Errors wrap one of
-// the package's sentinel errors (ErrUnreachable, ErrTimeout, ...), or the
-// caller's context error when ctx was cancelled.
+// Search runs one search and returns SearXNG's answer. Errors are an
+// *Error wrapping one of the package's sentinel errors (ErrUnreachable,
+// ErrTimeout, ...) or the caller's context error when ctx was cancelled;
+// an invalid request fails with ErrBadRequest before anything is sent.
+// With domain restrictions, results outside them are dropped (see
+// FilterDomains).
 func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 	if err := r.validate(); err != nil {
 		return nil, fmt.Errorf("searxng: %w: %v", ErrBadRequest, err)
@@ -239,19 +266,18 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	endpoint := c.display + "/search"
 	resp, err := c.do(reqCtx, c.searchURL+"?"+r.values().Encode(), "application/json")
 	if err != nil {
-		return nil, c.transportError(ctx, reqCtx, endpoint, err)
+		return nil, c.transportError(ctx, reqCtx, err)
 	}
 	defer resp.Body.Close()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, err := readLimited(resp.Body, errorBodyBytes)
 		if err != nil && !errors.Is(err, errTooLarge) {
-			return nil, c.transportError(ctx, reqCtx, endpoint, err)
+			return nil, c.transportError(ctx, reqCtx, err)
 		}
-		return nil, newStatusError(endpoint, resp.StatusCode, body)
+		return nil, &Error{Instance: c.display, Err: newStatusError(resp.StatusCode, body)}
 	}
 
 	// A declared length over the cap fails before anything is read.
@@ -260,18 +286,21 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 		body, err = readLimited(resp.Body, c.maxBody)
 	}
 	if errors.Is(err, errTooLarge) {
-		return nil, fmt.Errorf("searxng: GET %s: %w: answer larger than %d bytes", endpoint, ErrBadResponse, c.maxBody)
+		return nil, &Error{Instance: c.display, Err: fmt.Errorf("searxng: %w: answer larger than %d bytes", ErrBadResponse, c.maxBody)}
 	}
 	if err != nil {
-		return nil, c.transportError(ctx, reqCtx, endpoint, fmt.Errorf("reading answer: %w", err))
+		return nil, c.transportError(ctx, reqCtx, fmt.Errorf("reading answer: %w", err))
 	}
 	out, err := decodeResponse(body)
 	if err != nil {
-		return nil, fmt.Errorf("searxng: GET %s: %w: %v (Content-Type %q, body %q)",
-			endpoint, ErrBadResponse, err, resp.Header.Get("Content-Type"), excerpt(body))
+		return nil, &Error{Instance: c.display, Err: fmt.Errorf("searxng: %w: %v (Content-Type %q, body %q)",
+			ErrBadResponse, err, resp.Header.Get("Content-Type"), excerpt(body))}
 	}
 	if out.Query == "" {
 		out.Query = r.Query
+	}
+	if len(r.IncludeDomains) > 0 || len(r.ExcludeDomains) > 0 {
+		out.Results = FilterDomains(out.Results, r.IncludeDomains, r.ExcludeDomains)
 	}
 	return out, nil
 }
@@ -284,18 +313,17 @@ func (c *Client) Ping(ctx context.Context) error {
 	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	endpoint := c.display + "/healthz"
 	resp, err := c.do(reqCtx, c.healthURL, "text/plain")
 	if err != nil {
-		return c.transportError(ctx, reqCtx, endpoint, err)
+		return c.transportError(ctx, reqCtx, err)
 	}
 	defer resp.Body.Close()
 	body, err := readLimited(resp.Body, errorBodyBytes)
 	if err != nil && !errors.Is(err, errTooLarge) {
-		return c.transportError(ctx, reqCtx, endpoint, err)
+		return c.transportError(ctx, reqCtx, err)
 	}
 	if resp.StatusCode >= 500 {
-		return newStatusError(endpoint, resp.StatusCode, body)
+		return &Error{Instance: c.display, Err: newStatusError(resp.StatusCode, body)}
 	}
 	return nil
 }
@@ -313,27 +341,29 @@ func (c *Client) do(ctx context.Context, rawURL, accept string) (*http.Response,
 // transportError classifies a failure to get an answer. ctx is the caller's
 // context and reqCtx the one bounded by the client's timeout: the caller
 // cancelling is not a SearXNG problem and is reported as such.
-func (c *Client) transportError(ctx, reqCtx context.Context, endpoint string, err error) error {
-	// url.Error repeats the full request URL, search terms included; the
-	// message names the endpoint instead.
+func (c *Client) transportError(ctx, reqCtx context.Context, err error) error {
+	// url.Error repeats the full request URL, search terms included.
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return fmt.Errorf("searxng: GET %s: %w: the caller's deadline passed: %w", endpoint, ErrTimeout, ctxErr)
-		}
-		if cause := context.Cause(ctx); cause != nil && cause != ctxErr {
-			return fmt.Errorf("searxng: GET %s: %w (%v)", endpoint, ctxErr, cause)
-		}
-		return fmt.Errorf("searxng: GET %s: %w", endpoint, ctxErr)
-	}
+	e := &Error{Instance: c.display, Cause: err}
 	var ne net.Error
-	if reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("searxng: GET %s: %w: no complete answer within %v", endpoint, ErrTimeout, c.timeout)
+	switch ctxErr := ctx.Err(); {
+	case ctxErr != nil && errors.Is(ctxErr, context.DeadlineExceeded):
+		e.Err = fmt.Errorf("searxng: %w: the call's time limit passed before the search service answered: %w", ErrTimeout, ctxErr)
+	case ctxErr != nil:
+		if cause := context.Cause(ctx); cause != nil && cause != ctxErr {
+			e.Err = fmt.Errorf("searxng: %w (%v)", ctxErr, cause)
+		} else {
+			e.Err = fmt.Errorf("searxng: %w", ctxErr)
+		}
+	case reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		e.Err = fmt.Errorf("searxng: %w: no complete answer within %v", ErrTimeout, c.timeout)
+	default:
+		e.Err = fmt.Errorf("searxng: %w: %s", ErrUnreachable, networkWords(err))
 	}
-	return fmt.Errorf("searxng: GET %s: %w: %v", endpoint, ErrUnreachable, err)
+	return e
 }
 
 var errTooLarge = errors.New("body too large")

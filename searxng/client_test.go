@@ -204,7 +204,7 @@ func TestSearchErrors(t *testing.T) {
 		{
 			name: "unreachable", down: true, req: searxng.Request{Query: "secret words"},
 			want: searxng.ErrUnreachable, retryable: true,
-			wantMsg: []string{"/search", "refused"},
+			wantMsg: []string{"connection refused"},
 		},
 		{name: "empty query", req: searxng.Request{Query: "  "}, want: searxng.ErrBadRequest, wantMsg: []string{"query is empty"}},
 		{name: "bad time range", req: searxng.Request{Query: "go", TimeRange: "decade"}, want: searxng.ErrBadRequest, wantMsg: []string{`"decade"`}},
@@ -249,6 +249,17 @@ func TestSearchErrors(t *testing.T) {
 			}
 			if strings.Contains(msg, "secret") {
 				t.Errorf("error %q repeats the search terms", msg)
+			}
+			// The instance's address is internal: it is kept for logs, out
+			// of the message that reaches a model.
+			if strings.Contains(msg, strings.TrimPrefix(base, "http://")) {
+				t.Errorf("error %q names the instance", msg)
+			}
+			var ie *searxng.Error
+			if tt.mode != searxngtest.OK || tt.down {
+				if !errors.As(err, &ie) || ie.Instance != base {
+					t.Errorf("err = %#v, want a *searxng.Error for instance %s", err, base)
+				}
 			}
 			if got := fake.Requests() > 0; got != tt.sent {
 				t.Errorf("request sent = %v, want %v", got, tt.sent)

@@ -3,16 +3,24 @@ package searxng
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
 // Sentinel errors. Every error of Search and Ping wraps exactly one of them
-// (or the caller's context error), so callers test with errors.Is.
+// (or the caller's context error), so callers test with errors.Is. A Pool
+// that tried several instances returns their errors joined, so errors.Is
+// matches each instance's.
 var (
 	// ErrUnreachable means no HTTP answer came back: connection refused,
 	// DNS failure, TLS failure, connection lost mid-answer.
@@ -36,6 +44,36 @@ var (
 	ErrBadResponse = errors.New("unusable searxng answer")
 )
 
+// Error is the error of every Search and Ping of a Client that reached the
+// point of talking to an instance. Its message says what happened in words
+// a model or user can act on and never names the instance, whose address
+// is internal: Instance and Cause carry that for logs.
+type Error struct {
+	// Instance is the instance's base URL, password redacted.
+	Instance string
+	// Err is the classified failure: it wraps one of the sentinel errors,
+	// a *StatusError, or the caller's context error.
+	Err error
+	// Cause is the underlying transport error when there is one; its text
+	// may name internal addresses and belongs in logs only.
+	Cause error
+}
+
+// Error returns Err's message.
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// LogValue lets slog record the instance and cause with the message.
+func (e *Error) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("msg", e.Err.Error()), slog.String("instance", e.Instance)}
+	if e.Cause != nil {
+		attrs = append(attrs, slog.String("cause", e.Cause.Error()))
+	}
+	return slog.GroupValue(attrs...)
+}
+
 // StatusError is the error for a non-2xx answer. It wraps ErrFormatDisabled
 // (403), ErrRateLimited (429), ErrBadRequest (400) or ErrStatus (any other).
 type StatusError struct {
@@ -45,12 +83,11 @@ type StatusError struct {
 	// page title or a short excerpt of the body.
 	Detail string
 
-	endpoint string
-	kind     error
+	kind error
 }
 
-func newStatusError(endpoint string, code int, body []byte) *StatusError {
-	e := &StatusError{StatusCode: code, Detail: errorDetail(body), endpoint: endpoint}
+func newStatusError(code int, body []byte) *StatusError {
+	e := &StatusError{StatusCode: code, Detail: errorDetail(body)}
 	switch code {
 	case http.StatusForbidden:
 		e.kind = ErrFormatDisabled
@@ -78,13 +115,72 @@ func (e *StatusError) Error() string {
 		hint = e.Detail
 	}
 	if hint == "" {
-		return fmt.Sprintf("searxng: GET %s: %v (%s)", e.endpoint, e.kind, status)
+		return fmt.Sprintf("searxng: %v (%s)", e.kind, status)
 	}
-	return fmt.Sprintf("searxng: GET %s: %v (%s): %s", e.endpoint, e.kind, status, hint)
+	return fmt.Sprintf("searxng: %v (%s): %s", e.kind, status, hint)
 }
 
 // Unwrap returns the sentinel error for the status.
 func (e *StatusError) Unwrap() error { return e.kind }
+
+// ErrorClass names the kind of err in one word, for logs, metrics labels
+// and Pool's instance status: "unreachable", "timeout", "rate_limited",
+// "format_disabled", "bad_request", "server_error" (5xx), "status" (another
+// non-2xx answer), "bad_response", "canceled", or "other".
+func ErrorClass(err error) string {
+	var se *StatusError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, ErrUnreachable):
+		return "unreachable"
+	case errors.Is(err, ErrRateLimited):
+		return "rate_limited"
+	case errors.Is(err, ErrFormatDisabled):
+		return "format_disabled"
+	case errors.Is(err, ErrBadRequest):
+		return "bad_request"
+	case errors.As(err, &se) && se.StatusCode >= 500:
+		return "server_error"
+	case errors.Is(err, ErrStatus):
+		return "status"
+	case errors.Is(err, ErrBadResponse):
+		return "bad_response"
+	}
+	return "other"
+}
+
+// networkWords describes a transport failure without the addresses its
+// text carries.
+func networkWords(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "its host name was not found"
+		}
+		return "its host name could not be resolved"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to its host"
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &recErr):
+		return "TLS handshake failed"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection closed before the answer was complete"
+	}
+	return "network error"
+}
 
 // Retryable reports whether trying the same search again later may succeed:
 // true when SearXNG was unreachable, timed out, rate limited the request or

@@ -120,6 +120,26 @@ func New(t testing.TB) *Server {
 	return s
 }
 
+// NewN starts n independent fakes in OK mode, for tests of failover across
+// instances, and closes them when the test ends.
+func NewN(t testing.TB, n int) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = New(t)
+	}
+	return out
+}
+
+// URLs returns the base URLs of servers, in order.
+func URLs(servers []*Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.URL
+	}
+	return out
+}
+
 // NewServer starts a fake SearXNG in OK mode outside of a test. The caller
 // must Close it.
 func NewServer() *Server {

@@ -273,3 +273,22 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+func TestNewN(t *testing.T) {
+	servers := NewN(t, 3)
+	urls := URLs(servers)
+	if len(urls) != 3 || urls[0] == urls[1] || urls[1] == urls[2] {
+		t.Fatalf("URLs = %v, want three distinct fakes", urls)
+	}
+	servers[1].SetMode(ServerError)
+	for i, s := range servers {
+		status, _, _ := get(t, s, "/search?q=go&format=json")
+		want := http.StatusOK
+		if i == 1 {
+			want = http.StatusInternalServerError
+		}
+		if status != want || s.Requests() != 1 {
+			t.Errorf("fake %d: status %d, %d requests; want %d, 1", i, status, s.Requests(), want)
+		}
+	}
+}

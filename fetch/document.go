@@ -1,0 +1,287 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"codeberg.org/readeck/go-readability/v2"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+	"golang.org/x/net/html/charset"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract"
+)
+
+// Document is a fetched page as text.
+type Document struct {
+	// URL is the URL asked for, normalised (fragment dropped); FinalURL is
+	// where the page came from after redirects.
+	URL, FinalURL string
+	// Title is the page title: the HTML <title> (else the article title
+	// readability finds) for HTML, the file name otherwise.
+	Title string
+	// ContentType is the media type the page was read as: one of
+	// extract.MIMEHTML, MIMEPDF, MIMEText or MIMEMarkdown.
+	ContentType string
+	// Content is the text: Markdown of the main content for HTML (headings,
+	// lists, links, tables and code blocks kept; navigation, scripts and
+	// footers dropped), the text of every page with "--- page N ---"
+	// markers for PDF, the body itself for plain text and Markdown.
+	Content string
+	// Body is the body as received, at most Options.MaxBodyBytes long. A
+	// Document from Get may be shared through the cache: neither it nor
+	// Body may be modified.
+	Body []byte
+
+	rawOnce sync.Once
+	raw     string
+	rawFn   func() string
+}
+
+// Raw returns the page's text without main-content extraction: for HTML,
+// Markdown of the whole page, navigation and footers included (scripts,
+// styles and forms still dropped); for other types, Content. It is computed
+// on first use.
+func (d *Document) Raw() string {
+	d.rawOnce.Do(func() {
+		if d.rawFn == nil {
+			d.raw = d.Content
+			return
+		}
+		d.raw = d.rawFn()
+	})
+	return d.raw
+}
+
+// Get fetches rawURL, or takes it from the cache when it was fetched within
+// Options.CacheTTL, and converts it to text. Errors wrap the package's
+// sentinels (ErrBlocked, ErrUnsupportedType, ...), an *HTTPStatusError, or
+// the caller's context error.
+func (c *Client) Get(ctx context.Context, rawURL string) (*Document, error) {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	key := u.String()
+	if d, ok := c.cache.Get(key); ok {
+		return d, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	res, err := c.download(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.Convert(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.Put(key, d)
+	return d, nil
+}
+
+// Convert turns a downloaded resource into a Document.
+func (c *Client) Convert(ctx context.Context, res *Resource) (*Document, error) {
+	d := &Document{URL: res.URL, FinalURL: res.FinalURL, ContentType: res.ContentType, Body: res.Body}
+	var err error
+	switch res.ContentType {
+	case extract.MIMEHTML:
+		err = c.convertHTML(ctx, d, res.DeclaredType)
+	case extract.MIMEPDF:
+		d.Title = fileTitle(res.FinalURL)
+		d.Content, err = convertPDF(ctx, res.Body)
+	case extract.MIMEText, extract.MIMEMarkdown:
+		d.Title = fileTitle(res.FinalURL)
+		d.Content, err = convertText(ctx, res.ContentType, res.Body)
+	default:
+		return nil, fmt.Errorf("fetch %s: %w: %s", res.URL, ErrUnsupportedType, res.ContentType)
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			if errors.Is(ctxErr, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("fetch %s: %w: converting the page took longer than the time limit", res.URL, ErrTimeout)
+			}
+		}
+		return nil, fmt.Errorf("fetch %s: %w", res.URL, err)
+	}
+	return d, nil
+}
+
+// fileTitle names a non-HTML page by the last segment of its URL path.
+func fileTitle(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	if seg := path.Base(u.Path); seg != "/" && seg != "." {
+		if s, err := url.PathUnescape(seg); err == nil {
+			return s
+		}
+		return seg
+	}
+	return u.Hostname()
+}
+
+// convertHTML fills d's Title and Content and arranges for Raw.
+func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) error {
+	pageURL, err := url.Parse(d.FinalURL)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidURL, err)
+	}
+	doc, err := parseHTML(d.Body, declared)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	d.Title = documentTitle(doc)
+	d.rawFn = func() string {
+		// Raw is asked for rarely: parse again rather than keep a second
+		// tree alive for every cached page.
+		doc, err := parseHTML(d.Body, declared)
+		if err != nil {
+			return d.Content
+		}
+		md, err := c.markdown(context.Background(), doc, d.FinalURL)
+		if err != nil {
+			return d.Content
+		}
+		return md
+	}
+
+	// The parser rewrites the tree it is given; doc is not used afterwards.
+	p := readability.NewParser()
+	article, err := p.ParseAndMutate(doc, pageURL)
+	if err == nil && article.Node != nil {
+		// The page's own <title> wins: readability's guess cuts titles at
+		// separators, which loses words as often as it drops a site name.
+		if d.Title == "" {
+			d.Title = strings.TrimSpace(article.Title())
+		}
+		md, err := c.markdown(ctx, article.Node, d.FinalURL)
+		if err != nil {
+			return err
+		}
+		d.Content = md
+	}
+	if strings.TrimSpace(d.Content) == "" {
+		// No article found (an index page, a form): the whole page is
+		// better than nothing.
+		d.Content = d.Raw()
+	}
+	return ctx.Err()
+}
+
+func (c *Client) markdown(ctx context.Context, n *html.Node, pageURL string) (string, error) {
+	b, err := c.md.ConvertNode(n, converter.WithContext(ctx), converter.WithDomain(pageURL))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("%w: converting HTML to Markdown: %v", ErrUnreadable, err)
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), nil
+}
+
+// parseHTML decodes body by its declared charset, a byte order mark or a
+// <meta> declaration (in that order; UTF-8 when none says) and parses it.
+func parseHTML(body []byte, declared string) (*html.Node, error) {
+	r, err := charset.NewReader(bytes.NewReader(body), declared)
+	if err != nil {
+		// An unknown charset label: read the bytes as they are.
+		return html.Parse(bytes.NewReader(body))
+	}
+	return html.Parse(r)
+}
+
+// documentTitle returns the text of the first <title> element.
+func documentTitle(n *html.Node) string {
+	if n.Type == html.ElementNode && n.DataAtom == atom.Title {
+		var b strings.Builder
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			if ch.Type == html.TextNode {
+				b.WriteString(ch.Data)
+			}
+		}
+		return strings.Join(strings.Fields(b.String()), " ")
+	}
+	if n.Type == html.ElementNode && n.DataAtom == atom.Body {
+		return ""
+	}
+	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		if t := documentTitle(ch); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// convertPDF returns the text of every page, each under a "--- page N ---"
+// line so that a reader can cite pages.
+func convertPDF(ctx context.Context, body []byte) (string, error) {
+	doc, err := extract.Extract(ctx, extract.MIMEPDF, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", fmt.Errorf("%w: PDF: %w", ErrUnreadable, err)
+	}
+	var b strings.Builder
+	b.Grow(len(doc.Text) + 20*len(doc.Pages))
+	// Page spans are in runes; walk the text once, converting offsets.
+	text, runePos := doc.Text, 0
+	for i, pg := range doc.Pages {
+		start := advance(text, pg.Start-runePos)
+		text, runePos = text[start:], pg.Start
+		end := advance(text, pg.End-runePos)
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("--- page ")
+		b.WriteString(strconv.Itoa(pg.Number))
+		b.WriteString(" ---\n")
+		b.WriteString(strings.TrimSpace(text[:end]))
+		text, runePos = text[end:], pg.End
+	}
+	return b.String(), nil
+}
+
+// advance returns the byte offset of the n-th rune of s (len(s) when s is
+// shorter), counting runes as utf8.RuneCountInString does. ASCII, most of
+// any page, is counted a byte at a time without decoding.
+func advance(s string, n int) int {
+	i := 0
+	for n > 0 && i < len(s) {
+		if s[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+		n--
+	}
+	return i
+}
+
+// convertText repairs encodings and line endings of plain text and
+// Markdown, which otherwise pass through.
+func convertText(ctx context.Context, mimeType string, body []byte) (string, error) {
+	if len(body) == 0 {
+		return "", nil
+	}
+	doc, err := extract.Extract(ctx, mimeType, body)
+	if errors.Is(err, extract.ErrNoText) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	return doc.Text, nil
+}
