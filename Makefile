@@ -8,11 +8,23 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 ADDR      ?= 127.0.0.1:8080
 TRANSPORT ?= http,sse
+# make install copies the binary to $(DESTDIR)$(BINDIR)/mcpsearch.
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build run test test-go interop-deps bench fmt vet clean
+.PHONY: build install uninstall run test interop-deps bench fmt vet clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
+
+# Install the binary, by default as /usr/local/bin/mcpsearch (run it with sudo,
+# or set PREFIX=$$HOME/.local to install without root).
+install: build
+	install -d '$(DESTDIR)$(BINDIR)'
+	install -m 0755 $(BIN) '$(DESTDIR)$(BINDIR)/mcpsearch'
+
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/mcpsearch'
 
 # Start the server for real on $(ADDR) (streamable HTTP at /mcp, SSE at /sse).
 run: build
