@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall run test interop-deps bench fmt vet clean
+.PHONY: build install uninstall compose-env run test interop-deps bench fmt vet clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
@@ -25,6 +25,10 @@ install: build
 
 uninstall:
 	rm -f '$(DESTDIR)$(BINDIR)/mcpsearch'
+
+# Write .env, the secrets docker-compose.yml reads, unless it exists.
+compose-env:
+	@bash scripts/compose-env.sh
 
 # Start the server for real on $(ADDR) (streamable HTTP at /mcp, SSE at /sse).
 run: build
