@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test interop-deps bench fmt vet clean
+.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
@@ -41,6 +41,13 @@ run: build
 test: interop-deps
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+# make test keeps one database per migration set, mcpsearch_tmpl_<hash>: the
+# migrated template each test package clones, so the next run skips the
+# migrations. This drops it, and any mcpsearch_test_* database a killed run
+# left. Not while tests run against the same server.
+testdb-clean:
+	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" bash scripts/testdb-clean.sh
 
 interop-deps:
 	@cd interop && npm ci --no-audit --no-fund --loglevel=error
