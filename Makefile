@@ -14,12 +14,23 @@ BINDIR    ?= $(PREFIX)/bin
 
 .PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean
 
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
+# What the binary is built from (migrations are embedded), so that make
+# install rebuilds only when the binary is older than its sources.
+SOURCES   := $(shell find . -path ./interop/node_modules -prune -o -type f \( -name '*.go' -o -name '*.sql' -o -name go.mod -o -name go.sum \) -print)
 
-# Install the binary, by default as /usr/local/bin/mcpsearch (run it with sudo,
-# or set PREFIX=$$HOME/.local to install without root).
-install: build
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
+
+build:
+	$(GOBUILD)
+
+$(BIN): $(SOURCES)
+	$(GOBUILD)
+
+# Install the binary, by default as /usr/local/bin/mcpsearch: `make build`,
+# then `sudo make install` (which builds only if the binary is missing or
+# older than its sources, so root needs no Go toolchain), or
+# `make install PREFIX=$$HOME/.local` without root.
+install: $(BIN)
 	install -d '$(DESTDIR)$(BINDIR)'
 	install -m 0755 $(BIN) '$(DESTDIR)$(BINDIR)/mcpsearch'
 

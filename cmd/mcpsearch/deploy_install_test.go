@@ -13,8 +13,9 @@ import (
 var repoRoot = filepath.Join("..", "..")
 
 // TestInstall checks the two install paths the README gives: `make install`
-// puts an executable binary in $(PREFIX)/bin and `make uninstall` removes
-// it; `go install ./cmd/mcpsearch` builds a binary that runs.
+// puts an executable binary in $(PREFIX)/bin, rebuilding it only when it is
+// missing or stale, and `make uninstall` removes it; `go install
+// ./cmd/mcpsearch` builds a binary that runs.
 func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice")
@@ -29,6 +30,11 @@ func TestInstall(t *testing.T) {
 		// leaves nothing in the work tree.
 		vars := []string{"PREFIX=" + prefix, "BIN=" + filepath.Join(dir, "build", "mcpsearch"), "VERSION=v0.0.0-installtest"}
 		runIn(t, repoRoot, nil, "make", append([]string{"install"}, vars...)...)
+		// With the binary up to date, install only copies it: `sudo make
+		// install` after `make build` needs no Go toolchain as root.
+		if plan := runIn(t, repoRoot, nil, "make", append([]string{"-n", "install"}, vars...)...); strings.Contains(plan, "go build") {
+			t.Errorf("make install rebuilds an up-to-date binary:\n%s", plan)
+		}
 		bin := filepath.Join(prefix, "bin", "mcpsearch")
 		fi, err := os.Stat(bin)
 		if err != nil {
