@@ -8,11 +8,38 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 ADDR      ?= 127.0.0.1:8080
 TRANSPORT ?= http,sse
+# make install copies the binary to $(DESTDIR)$(BINDIR)/mcpsearch.
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build run test test-go interop-deps bench fmt vet clean
+.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean
+
+# What the binary is built from (migrations are embedded), so that make
+# install rebuilds only when the binary is older than its sources.
+SOURCES   := $(shell find . -path ./interop/node_modules -prune -o -type f \( -name '*.go' -o -name '*.sql' -o -name go.mod -o -name go.sum \) -print)
+
+GOBUILD    = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsearch
+	$(GOBUILD)
+
+$(BIN): $(SOURCES)
+	$(GOBUILD)
+
+# Install the binary, by default as /usr/local/bin/mcpsearch: `make build`,
+# then `sudo make install` (which builds only if the binary is missing or
+# older than its sources, so root needs no Go toolchain), or
+# `make install PREFIX=$$HOME/.local` without root.
+install: $(BIN)
+	install -d '$(DESTDIR)$(BINDIR)'
+	install -m 0755 $(BIN) '$(DESTDIR)$(BINDIR)/mcpsearch'
+
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/mcpsearch'
+
+# Write .env, the secrets docker-compose.yml reads, unless it exists.
+compose-env:
+	@bash scripts/compose-env.sh
 
 # Start the server for real on $(ADDR) (streamable HTTP at /mcp, SSE at /sse).
 run: build
@@ -25,6 +52,13 @@ run: build
 test: interop-deps
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+# make test keeps one database per migration set, mcpsearch_tmpl_<hash>: the
+# migrated template each test package clones, so the next run skips the
+# migrations. This drops it, and any mcpsearch_test_* database a killed run
+# left. Not while tests run against the same server.
+testdb-clean:
+	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" bash scripts/testdb-clean.sh
 
 interop-deps:
 	@cd interop && npm ci --no-audit --no-fund --loglevel=error
