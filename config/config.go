@@ -39,6 +39,18 @@ type Config struct {
 	WebSearchCacheTTL   time.Duration
 	WebSearchCacheSize  int
 
+	// FetchURL* configure the fetch_url tool and ingestion by URL.
+	FetchURLEnabled    bool
+	FetchURLTimeout    time.Duration
+	FetchURLMaxBytes   int64
+	FetchURLMaxLength  int
+	FetchURLRedirects  int
+	FetchURLAllowHosts []string
+	FetchURLProxy      string
+	FetchURLUserAgent  string
+	FetchURLCacheTTL   time.Duration
+	FetchURLCacheSize  int
+
 	// ToolTimeout bounds every tool call that has no timeout of its own.
 	ToolTimeout time.Duration
 	// RateLimit is the default bucket; RateLimits overrides it per tool.
@@ -85,6 +97,13 @@ func Default() Config {
 		WebSearchMaxResults: 5,
 		WebSearchCacheTTL:   5 * time.Minute,
 		WebSearchCacheSize:  512,
+		FetchURLEnabled:     true,
+		FetchURLTimeout:     20 * time.Second,
+		FetchURLMaxBytes:    10 << 20,
+		FetchURLMaxLength:   8000,
+		FetchURLRedirects:   5,
+		FetchURLCacheTTL:    5 * time.Minute,
+		FetchURLCacheSize:   16,
 		ToolTimeout:         30 * time.Second,
 		RateLimit:           RateLimit{PerMinute: 30, Burst: 5},
 		RateLimits:          map[string]RateLimit{},
@@ -140,7 +159,7 @@ func vars() []envVar {
 			return nil
 		}, func(c *Config) string { return c.LogLevel }},
 		{"MCP_web_search_enabled", "web-search-enabled", "offer the web_search tool", boolField(func(c *Config) *bool { return &c.WebSearchEnabled }), func(c *Config) string { return strconv.FormatBool(c.WebSearchEnabled) }},
-		{"MCP_web_search_searxng_url", "searxng-url", "base URL of the SearXNG instance", func(c *Config, v string) error {
+		{"MCP_web_search_searxng_url", "searxng-url", "base URL of the SearXNG instance, or several separated by commas: the next is tried when one fails", func(c *Config, v string) error {
 			c.SearXNGURL = v
 			return nil
 		}, func(c *Config) string { return c.SearXNGURL }},
@@ -148,6 +167,32 @@ func vars() []envVar {
 		{"MCP_web_search_max_results", "web-search-max-results", "most results one web_search may return", intField(func(c *Config) *int { return &c.WebSearchMaxResults }), func(c *Config) string { return strconv.Itoa(c.WebSearchMaxResults) }},
 		{"MCP_web_search_cache_ttl", "web-search-cache-ttl", "how long identical searches are served from memory (e.g. 5m, 300s; 0 disables)", durationField(func(c *Config) *time.Duration { return &c.WebSearchCacheTTL }), func(c *Config) string { return c.WebSearchCacheTTL.String() }},
 		{"MCP_web_search_cache_size", "web-search-cache-size", "most searches held in the cache", intField(func(c *Config) *int { return &c.WebSearchCacheSize }), func(c *Config) string { return strconv.Itoa(c.WebSearchCacheSize) }},
+		{"MCP_fetch_url_enabled", "fetch-url-enabled", "offer the fetch_url tool and ingestion by URL", boolField(func(c *Config) *bool { return &c.FetchURLEnabled }), func(c *Config) string { return strconv.FormatBool(c.FetchURLEnabled) }},
+		{"MCP_fetch_url_timeout_ms", "fetch-url-timeout-ms", "timeout of one fetch_url call (or URL download) in milliseconds", msField(func(c *Config) *time.Duration { return &c.FetchURLTimeout }), func(c *Config) string { return strconv.FormatInt(c.FetchURLTimeout.Milliseconds(), 10) }},
+		{"MCP_fetch_url_max_mb", "fetch-url-max-mb", "largest page body fetch_url reads, in megabytes", func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive whole number of megabytes, got %q", v)
+			}
+			c.FetchURLMaxBytes = n << 20
+			return nil
+		}, func(c *Config) string { return strconv.FormatInt(c.FetchURLMaxBytes>>20, 10) }},
+		{"MCP_fetch_url_max_length", "fetch-url-max-length", "characters one fetch_url call returns by default (max_length)", intField(func(c *Config) *int { return &c.FetchURLMaxLength }), func(c *Config) string { return strconv.Itoa(c.FetchURLMaxLength) }},
+		{"MCP_fetch_url_max_redirects", "fetch-url-max-redirects", "redirects fetch_url follows", intField(func(c *Config) *int { return &c.FetchURLRedirects }), func(c *Config) string { return strconv.Itoa(c.FetchURLRedirects) }},
+		{"MCP_fetch_url_allow_hosts", "fetch-url-allow-hosts", "comma-separated hosts or networks fetch_url may read although private (wiki.corp.example, *.corp.example, 10.0.0.0/8)", func(c *Config, v string) error {
+			c.FetchURLAllowHosts = splitList(v)
+			return nil
+		}, func(c *Config) string { return strings.Join(c.FetchURLAllowHosts, ",") }},
+		{"MCP_fetch_url_proxy", "fetch-url-proxy", "proxy URL for fetch_url only (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY)", func(c *Config, v string) error {
+			c.FetchURLProxy = strings.TrimSpace(v)
+			return nil
+		}, func(c *Config) string { return redactURL(c.FetchURLProxy) }},
+		{"MCP_fetch_url_user_agent", "fetch-url-user-agent", "User-Agent of fetch_url requests (default mcpsearch/VERSION)", func(c *Config, v string) error {
+			c.FetchURLUserAgent = v
+			return nil
+		}, func(c *Config) string { return c.FetchURLUserAgent }},
+		{"MCP_fetch_url_cache_ttl", "fetch-url-cache-ttl", "how long a fetched page is reused, so paging does not refetch it (e.g. 5m; 0 disables)", durationField(func(c *Config) *time.Duration { return &c.FetchURLCacheTTL }), func(c *Config) string { return c.FetchURLCacheTTL.String() }},
+		{"MCP_fetch_url_cache_size", "fetch-url-cache-size", "most pages held in the fetch_url cache", intField(func(c *Config) *int { return &c.FetchURLCacheSize }), func(c *Config) string { return strconv.Itoa(c.FetchURLCacheSize) }},
 		{"MCP_tool_timeout_ms", "tool-timeout-ms", "timeout of one call of any other tool in milliseconds", msField(func(c *Config) *time.Duration { return &c.ToolTimeout }), func(c *Config) string { return strconv.FormatInt(c.ToolTimeout.Milliseconds(), 10) }},
 		{"MCP_rate_limit_per_minute", "rate-limit-per-minute", "default calls per minute per tool (0 disables)", intField(func(c *Config) *int { return &c.RateLimit.PerMinute }), func(c *Config) string { return strconv.Itoa(c.RateLimit.PerMinute) }},
 		{"MCP_rate_limit_burst", "rate-limit-burst", "default burst per tool", intField(func(c *Config) *int { return &c.RateLimit.Burst }), func(c *Config) string { return strconv.Itoa(c.RateLimit.Burst) }},
@@ -375,6 +420,13 @@ func (c *Config) RateLimitFor(tool string) RateLimit {
 	return rl
 }
 
+// MaxFetchLength bounds the characters one fetch_url call returns.
+const MaxFetchLength = 100_000
+
+// SearXNGURLs returns the configured SearXNG instances, in the order they
+// are tried.
+func (c *Config) SearXNGURLs() []string { return splitList(c.SearXNGURL) }
+
 // HTTP reports whether any HTTP transport is configured.
 func (c *Config) HTTP() bool {
 	for _, t := range c.Transports {
@@ -421,10 +473,31 @@ func (c *Config) Validate() error {
 		bad("MCP_log_level (--log-level)", "want debug, info, warn or error, got %q", c.LogLevel)
 	}
 	if c.WebSearchEnabled {
-		u, err := url.Parse(c.SearXNGURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("MCP_web_search_searxng_url (--searxng-url)", "want an http(s) URL such as http://localhost:8888, got %q", c.SearXNGURL)
+		urls := c.SearXNGURLs()
+		if len(urls) == 0 {
+			bad("MCP_web_search_searxng_url (--searxng-url)", "want an http(s) URL such as http://localhost:8888")
 		}
+		for _, raw := range urls {
+			u, err := url.Parse(raw)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("MCP_web_search_searxng_url (--searxng-url)", "want http(s) URLs such as http://localhost:8888, separated by commas, got %q", raw)
+			}
+		}
+	}
+	if c.FetchURLTimeout <= 0 {
+		bad("MCP_fetch_url_timeout_ms (--fetch-url-timeout-ms)", "must be above 0")
+	}
+	if c.FetchURLMaxLength < 100 || c.FetchURLMaxLength > MaxFetchLength {
+		bad("MCP_fetch_url_max_length (--fetch-url-max-length)", "want 100 to %d characters, got %d", MaxFetchLength, c.FetchURLMaxLength)
+	}
+	if c.FetchURLRedirects < 0 || c.FetchURLRedirects > 20 {
+		bad("MCP_fetch_url_max_redirects (--fetch-url-max-redirects)", "want 0 to 20, got %d", c.FetchURLRedirects)
+	}
+	if c.FetchURLCacheTTL < 0 {
+		bad("MCP_fetch_url_cache_ttl (--fetch-url-cache-ttl)", "must not be negative")
+	}
+	if c.FetchURLCacheSize < 1 {
+		bad("MCP_fetch_url_cache_size (--fetch-url-cache-size)", "want at least 1, got %d", c.FetchURLCacheSize)
 	}
 	if c.WebSearchTimeout <= 0 {
 		bad("MCP_web_search_timeout_ms (--web-search-timeout-ms)", "must be above 0")

@@ -131,6 +131,7 @@ func baseConfig(searxngURL string) config {
 		"MCP_web_search_max_results": "10",
 		"MCP_rate_limit_per_minute":  "0",
 		"MCP_docs_enabled":           "false",
+		"MCP_fetch_url_enabled":      "false",
 		"MCP_log_format":             "json",
 	}
 	if raceBuild {
@@ -171,7 +172,9 @@ func (c config) pairs() []string {
 func (c config) processEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCP_") {
+		// DATABASE_URL is the test server's admin database; a test that
+		// wants a database sets one of its own.
+		if !strings.HasPrefix(kv, "MCP_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
 			env = append(env, kv)
 		}
 	}

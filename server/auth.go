@@ -91,7 +91,8 @@ func CheckExposure(cfg config.Config, keys []APIKey) error {
 		return nil
 	}
 	return fmt.Errorf("refusing to listen on %s without API keys: anyone who can reach it could use the tools. "+
-		"Set MCP_API_KEYS (or --api-keys-file), listen on 127.0.0.1, or pass --auth none to serve without access control", cfg.Addr)
+		"Set MCP_API_KEYS (or MCP_API_KEYS_FILE / --api-keys-file; with docker compose, MCP_API_KEYS in the .env file that `make compose-env` writes), "+
+		"listen on 127.0.0.1, or pass --auth none to serve without access control", cfg.Addr)
 }
 
 func isLoopbackAddr(addr string) bool {
@@ -155,7 +156,11 @@ func (s *Server) match(token string) *APIKey {
 // protect guards the MCP and upload routes: the Origin allow-list against
 // DNS rebinding, then the bearer key when keys are configured. Failures get
 // the contract's AUTH_ERROR body.
-func (s *Server) protect(next http.Handler) http.Handler {
+func (s *Server) protect(next http.Handler) http.Handler { return s.protectWith(writeError, next) }
+
+// protectWith is protect answering failures with fail, for routes whose
+// error body has another shape (the REST facade).
+func (s *Server) protectWith(fail func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
 	keys := len(s.deps.APIKeys) > 0 && s.cfg.Auth != "none"
 	// The SDK binds streamable HTTP sessions to the TokenInfo's UserID, so a
 	// session opened with one key cannot be used with another.
@@ -169,7 +174,7 @@ func (s *Server) protect(next http.Handler) http.Handler {
 	bound := bind(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) }))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
-			writeError(w, r, &ToolError{Code: CodeAuthError, Status: http.StatusForbidden,
+			fail(w, r, &ToolError{Code: CodeAuthError, Status: http.StatusForbidden,
 				Message: fmt.Sprintf("origin %s is not allowed (MCP_allowed_origins)", origin)})
 			return
 		}
@@ -179,12 +184,12 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		}
 		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
-			writeError(w, r, errNoKey)
+			fail(w, r, errNoKey)
 			return
 		}
 		k := s.match(strings.TrimSpace(token))
 		if k == nil {
-			writeError(w, r, errBadKey)
+			fail(w, r, errBadKey)
 			return
 		}
 		bound.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{key: k})))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
@@ -104,7 +105,7 @@ func classify(ctx context.Context, err error) *ToolError {
 		return e(CodeToolError, http.StatusRequestEntityTooLarge, false, err.Error())
 	case errors.Is(err, docs.ErrUnsupportedType):
 		return e(CodeToolError, http.StatusUnsupportedMediaType, false, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, searxng.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, searxng.ErrTimeout), errors.Is(err, fetch.ErrTimeout):
 		return e(CodeTimeout, http.StatusGatewayTimeout, true, err.Error())
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return e(CodeToolError, 499, true, "the call was cancelled")
@@ -114,6 +115,18 @@ func classify(ctx context.Context, err error) *ToolError {
 			status = http.StatusServiceUnavailable
 		}
 		return e(CodeToolError, status, searxng.Retryable(err), err.Error())
+	case errors.Is(err, fetch.ErrInvalidURL):
+		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error())
+	case errors.Is(err, fetch.ErrBlocked):
+		// Not AUTH_ERROR: no key would allow it; the operator's allow-list
+		// would.
+		return e(CodeToolError, http.StatusForbidden, false, err.Error())
+	case errors.Is(err, fetch.ErrUnsupportedType):
+		return e(CodeToolError, http.StatusUnsupportedMediaType, false, err.Error())
+	case errors.Is(err, fetch.ErrTooLarge):
+		return e(CodeToolError, http.StatusRequestEntityTooLarge, false, err.Error())
+	case isFetchError(err):
+		return e(CodeToolError, http.StatusBadGateway, fetch.Retryable(err), err.Error())
 	case errors.Is(err, docs.ErrInvalidID):
 		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error()+" (send an id exactly as search_docs or list_files returned it)")
 	case errors.Is(err, docs.ErrEmptyQuery), errors.Is(err, docs.ErrInvalidArgument):
@@ -122,6 +135,9 @@ func classify(ctx context.Context, err error) *ToolError {
 		return e(CodeToolError, http.StatusNotFound, false, err.Error()+" (it may have been deleted; search again)")
 	case errors.Is(err, docs.ErrBusy):
 		return e(CodeToolError, http.StatusServiceUnavailable, true, err.Error())
+	case errors.Is(err, docs.ErrMisconfigured):
+		// Waiting will not help: the operator must fix DATABASE_URL.
+		return e(CodeToolError, http.StatusServiceUnavailable, false, "the document store cannot log in to its database: "+err.Error())
 	case errors.Is(err, docs.ErrUnavailable):
 		return e(CodeToolError, http.StatusServiceUnavailable, true, "the document store is unavailable right now: "+err.Error())
 	case errors.Is(err, docs.ErrClosed):
@@ -143,6 +159,12 @@ func isSearchError(err error) bool {
 		}
 	}
 	return false
+}
+
+func isFetchError(err error) bool {
+	var se *fetch.HTTPStatusError
+	return errors.As(err, &se) || errors.Is(err, fetch.ErrUnreachable) || errors.Is(err, fetch.ErrTooManyRedirects) ||
+		errors.Is(err, fetch.ErrUnreadable)
 }
 
 // envelope is the contract's error body.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/audit"
+	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
 // check is the readiness of one dependency.
@@ -16,6 +17,13 @@ type check struct {
 	Error  string `json:"error,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	MS     int64  `json:"latency_ms"`
+	// Instances are the SearXNG instances and how each fares.
+	Instances []searxng.InstanceStatus `json:"instances,omitempty"`
+}
+
+// instanceLister is a web searcher over several instances (searxng.Pool).
+type instanceLister interface {
+	Instances() []searxng.InstanceStatus
 }
 
 // readiness answers /readyz: 200 when every enabled dependency answers,
@@ -48,6 +56,12 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 	probe("searxng", s.deps.Search != nil && s.cfg.WebSearchEnabled, func(ctx context.Context) error { return s.deps.Search.Ping(ctx) })
 	probe("database", s.deps.Docs != nil, func(ctx context.Context) error { return s.deps.Docs.Ping(ctx) })
 	wg.Wait()
+	if il, ok := s.deps.Search.(instanceLister); ok && s.authenticated(r) {
+		if c, ok := checks["searxng"]; ok {
+			c.Instances = il.Instances()
+			checks["searxng"] = c
+		}
+	}
 	if s.deps.Audit != nil {
 		checks["audit"] = auditCheck(s.deps.Audit)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -36,6 +35,7 @@ func (s *Server) Handler() http.Handler {
 		s.apiRoutes(api)
 		mux.Handle("/v1/", bodyDeadline(uploadBodyTimeout, s.protect(api)))
 	}
+	s.restRoutes(mux)
 	mux.Handle("GET /metrics", s.protect(s.metricsHandler()))
 	mux.HandleFunc("GET /readyz", s.readiness)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -118,16 +118,6 @@ func (s *Server) waitIdle(ctx context.Context) {
 	}
 }
 
-// ServeStdio speaks MCP over stdin and stdout until stdin closes or ctx is
-// done.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.MCP("stdio").Run(ctx, &mcp.StdioTransport{})
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return nil
-	}
-	return fmt.Errorf("serve stdio: %w", err)
-}
-
 // rateLimitHeaders adds X-RateLimit-Limit, -Remaining and -Reset to the
 // response of a streamable HTTP POST that calls a tool, describing the
 // caller's bucket of that tool as the response is written. The tool is
@@ -169,39 +159,45 @@ func (s *Server) rateLimitHeaders(next http.Handler) http.Handler {
 // handler to the MCP middleware. A client's own value is removed first.
 const callHeader = "X-Mcpsearch-Call"
 
-// pendingCall is filled by the MCP middleware with the first tool a POST
-// calls.
+// pendingCall is filled by the MCP middleware with the first call an HTTP
+// request makes.
 type pendingCall struct {
-	mu   sync.Mutex
-	name string
+	mu sync.Mutex
+	c  *call
 }
 
 func (p *pendingCall) set(c *call) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.name == "" {
-		p.name = c.Tool
+	if p.c == nil {
+		p.c = c
 	}
 }
 
-func (p *pendingCall) tool() string {
+func (p *pendingCall) call() *call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.name
+	return p.c
+}
+
+func (p *pendingCall) tool() string {
+	if c := p.call(); c != nil {
+		return c.Tool
+	}
+	return ""
 }
 
 // pendingCalls are the POSTs being answered, by id.
 type pendingCalls struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[string]*pendingCall
+	mu sync.Mutex
+	m  map[string]*pendingCall
 }
 
 func (p *pendingCalls) add(h *pendingCall) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.next++
-	id := strconv.FormatUint(p.next, 36)
+	// Random, so that no caller can guess another request's id.
+	id := newRequestID()
 	if p.m == nil {
 		p.m = map[string]*pendingCall{}
 	}
@@ -216,13 +212,16 @@ func (p *pendingCalls) remove(id string) {
 }
 
 // pendingHeaders returns the holder of the HTTP request that carries req,
-// if any.
-func (s *Server) pendingHeaders(req *mcp.CallToolRequest) *pendingCall {
-	extra := req.GetExtra()
-	if extra == nil || extra.Header == nil {
-		return nil
+// if any: named by a header of a streamable HTTP POST, or by the _meta of
+// a REST invocation.
+func (s *Server) pendingHeaders(transport string, req *mcp.CallToolRequest) *pendingCall {
+	var id string
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		id = extra.Header.Get(callHeader)
 	}
-	id := extra.Header.Get(callHeader)
+	if id == "" && transport == restTransport {
+		id, _ = req.Params.GetMeta()[restCallMeta].(string)
+	}
 	if id == "" {
 		return nil
 	}

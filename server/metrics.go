@@ -83,6 +83,9 @@ func (s *Server) registerDeps() {
 				func() float64 { return float64(w.Stats().Retries) }),
 		)
 	}
+	if il, ok := s.deps.Search.(instanceLister); ok {
+		s.metrics.reg.MustRegister(instanceCollector{il})
+	}
 	if in := s.deps.Ingest; in != nil {
 		s.metrics.reg.MustRegister(ingestCollector{in})
 	}
@@ -138,4 +141,32 @@ func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(ingestBytesDesc, prometheus.CounterValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(ingestSecondsDesc, prometheus.CounterValue, st.Duration.Seconds())
 	ch <- prometheus.MustNewConstMetric(ingestQueuedDesc, prometheus.GaugeValue, float64(st.Queued))
+}
+
+// instanceCollector exports each SearXNG instance's state, read once per
+// scrape.
+type instanceCollector struct{ il instanceLister }
+
+var (
+	instanceUpDesc = prometheus.NewDesc("mcpsearch_searxng_instance_healthy",
+		"1 while searches use the SearXNG instance, 0 while it is skipped after failures.", []string{"instance"}, nil)
+	instanceSearchesDesc = prometheus.NewDesc("mcpsearch_searxng_instance_searches_total",
+		"Searches sent to the SearXNG instance, by outcome.", []string{"instance", "outcome"}, nil)
+)
+
+func (instanceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- instanceUpDesc
+	ch <- instanceSearchesDesc
+}
+
+func (c instanceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, in := range c.il.Instances() {
+		up := 0.0
+		if in.Healthy {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(instanceUpDesc, prometheus.GaugeValue, up, in.URL)
+		ch <- prometheus.MustNewConstMetric(instanceSearchesDesc, prometheus.CounterValue, float64(in.Successes), in.URL, "ok")
+		ch <- prometheus.MustNewConstMetric(instanceSearchesDesc, prometheus.CounterValue, float64(in.Failures), in.URL, "error")
+	}
 }

@@ -38,7 +38,7 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 				s.finish(ctx, c, err)
 				return res, err
 			}
-			if h := s.pendingHeaders(ctr); h != nil {
+			if h := s.pendingHeaders(transport, ctr); h != nil {
 				h.set(c)
 			}
 			res, err := s.runCall(ctx, c, def, func(ctx context.Context) (mcp.Result, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -28,6 +29,8 @@ type Deps struct {
 	Docs   Documents
 	// Ingest processes uploads into Docs; it is needed when Docs is set.
 	Ingest Uploads
+	// Fetch reads web pages for fetch_url and ingestion by URL.
+	Fetch PageFetcher
 	// APIKeys are the keys accepted on the HTTP surfaces; none means no
 	// key is asked for.
 	APIKeys []APIKey
@@ -39,6 +42,14 @@ type Deps struct {
 type WebSearcher interface {
 	Search(ctx context.Context, r searxng.Request) (*searxng.Response, error)
 	Ping(ctx context.Context) error
+}
+
+// PageFetcher reads web pages (fetch.Client).
+type PageFetcher interface {
+	// Get fetches and converts a page to text, through a short cache.
+	Get(ctx context.Context, rawURL string) (*fetch.Document, error)
+	// Download fetches a page's bytes as they are, for ingestion.
+	Download(ctx context.Context, rawURL string) (*fetch.Resource, error)
 }
 
 // Documents reads and deletes uploaded documents (docs.Store).
@@ -72,9 +83,10 @@ type Server struct {
 
 	// tools are the tools this server offers, by its configuration.
 	tools toolSet
-	// pending are the streamable HTTP POSTs being answered, for the
-	// X-RateLimit-* headers.
+	// pending are the HTTP requests being answered whose call the
+	// middleware reports back (X-RateLimit-* headers, REST results).
 	pending pendingCalls
+	restState
 
 	mu      sync.Mutex
 	servers map[serverKey]*mcp.Server

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -377,5 +378,12 @@ func TestToolErrorMapping(t *testing.T) {
 // points at a port where nothing listens: listing tools needs no database.
 func newFullHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarnessDeps(t, nil, func(d *Deps) { setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1") })
+	f, err := fetch.New(fetch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newHarnessDeps(t, nil, func(d *Deps) {
+		setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
+		d.Fetch = f
+	})
 }

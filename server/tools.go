@@ -70,6 +70,11 @@ func catalogue() []toolDef {
 			(*Server).webSearchSchema, func(s *Server) func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
 				return s.webSearch
 			}),
+		defineTool(fetchURLTool(), func(s *Server) bool { return s.deps.Fetch != nil && s.cfg.FetchURLEnabled },
+			func(c config.Config) time.Duration { return c.FetchURLTimeout },
+			(*Server).fetchURLSchema, func(s *Server) func(context.Context, FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
+				return s.fetchURL
+			}),
 		defineTool(searchDocsTool(), docsOn, toolTimeout, searchDocsSchema,
 			func(s *Server) func(context.Context, SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 				return s.searchDocs

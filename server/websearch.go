@@ -31,6 +31,10 @@ type WebSearchInput struct {
 	TimeRange  string   `json:"time_range,omitempty" jsonschema:"only results from the last day, week, month or year"`
 	Page       int      `json:"page,omitempty" jsonschema:"result page, from 1 (default 1)"`
 	SafeSearch *int     `json:"safesearch,omitempty" jsonschema:"0 off, 1 moderate, 2 strict (default: the instance's setting)"`
+	// Domains narrow the search; SearXNG receives them as site: operators
+	// and results outside them are dropped.
+	IncludeDomains []string `json:"include_domains,omitempty" jsonschema:"only results from these domains or their subdomains, e.g. [\"go.dev\", \"github.com\"]"`
+	ExcludeDomains []string `json:"exclude_domains,omitempty" jsonschema:"no results from these domains or their subdomains"`
 }
 
 // WebSearchOutput is the web_search tool's structured result.
@@ -107,6 +111,11 @@ func (s *Server) webSearchSchema(sc *jsonschema.Schema) {
 	p.Minimum, p.Maximum = ptr(1.0), ptr(50.0)
 	ss := prop(sc, "safesearch")
 	ss.Minimum, ss.Maximum = ptr(0.0), ptr(2.0)
+	for _, name := range []string{"include_domains", "exclude_domains"} {
+		d := prop(sc, name)
+		d.MaxItems = ptr(searxng.MaxDomains)
+		d.Items.MinLength, d.Items.MaxLength = ptr(1), ptr(253)
+	}
 }
 
 func (s *Server) webSearch(ctx context.Context, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
@@ -160,7 +169,20 @@ func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, erro
 	if strings.ContainsAny(lang, " &?=/") {
 		return searxng.Request{}, 0, badArg("language %q is not a language code: send a code such as en, de or fr-CA, or auto", in.Language)
 	}
-	return searxng.Request{Query: q, Categories: cats, Language: lang, TimeRange: in.TimeRange, Page: max0(in.Page), SafeSearch: in.SafeSearch}, max, nil
+	var domains [2][]string
+	for i, list := range [][]string{in.IncludeDomains, in.ExcludeDomains} {
+		for _, d := range list {
+			n, err := searxng.NormalizeDomain(d)
+			if err != nil {
+				return searxng.Request{}, 0, badArg("%v: send domains such as go.dev or docs.python.org", err)
+			}
+			if !slices.Contains(domains[i], n) {
+				domains[i] = append(domains[i], n)
+			}
+		}
+	}
+	return searxng.Request{Query: q, Categories: cats, Language: lang, TimeRange: in.TimeRange, Page: max0(in.Page), SafeSearch: in.SafeSearch,
+		IncludeDomains: domains[0], ExcludeDomains: domains[1]}, max, nil
 }
 
 func max0(n int) int {
@@ -177,7 +199,9 @@ func cacheKey(r searxng.Request) string {
 	if r.SafeSearch != nil {
 		ss = fmt.Sprint(*r.SafeSearch)
 	}
-	return strings.Join([]string{strings.ToLower(r.Query), strings.Join(cats, ","), r.Language, r.TimeRange, fmt.Sprint(r.Page), ss}, "\x00")
+	inc, exc := slices.Sorted(slices.Values(r.IncludeDomains)), slices.Sorted(slices.Values(r.ExcludeDomains))
+	return strings.Join([]string{strings.ToLower(r.Query), strings.Join(cats, ","), r.Language, r.TimeRange, fmt.Sprint(r.Page), ss,
+		strings.Join(inc, ","), strings.Join(exc, ",")}, "\x00")
 }
 
 // webSearchOutput merges results that point at the same page and keeps the

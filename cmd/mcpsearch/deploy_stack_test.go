@@ -276,7 +276,7 @@ func TestComposeStack(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 			t.Fatalf("without MCP_API_KEYS the server ran or failed otherwise: %v\n%s", err, out)
 		}
-		for _, want := range []string{"refusing to listen on " + addr + " without API keys", "MCP_API_KEYS"} {
+		for _, want := range []string{"refusing to listen on " + addr + " without API keys", "MCP_API_KEYS", "make compose-env"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("refusal does not say %q:\n%s", want, out)
 			}

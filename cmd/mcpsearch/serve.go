@@ -16,6 +16,9 @@ import (
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/migrations"
+	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/server"
 )
@@ -59,11 +62,19 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		return usageError{err}
 	}
 	if cfg.WebSearchEnabled {
-		c, err := searxng.New(cfg.SearXNGURL, searxng.WithTimeout(cfg.WebSearchTimeout), searxng.WithUserAgent("mcpsearch/"+version))
+		p, err := searxng.NewPool(cfg.SearXNGURLs(), searxng.PoolOptions{Logger: log},
+			searxng.WithTimeout(cfg.WebSearchTimeout), searxng.WithUserAgent("mcpsearch/"+version))
 		if err != nil {
-			return fmt.Errorf("MCP_web_search_searxng_url: %w", err)
+			return usageError{fmt.Errorf("MCP_web_search_searxng_url: %w", err)}
 		}
-		deps.Search = c
+		deps.Search = p
+	}
+	if cfg.FetchURLEnabled {
+		f, err := newFetcher(cfg)
+		if err != nil {
+			return err
+		}
+		deps.Fetch = f
 	}
 	// One pool serves the documents store and the audit: audit rows reach
 	// the database whether or not the documents tools are on.
@@ -75,6 +86,9 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		// Deferred first, so the pool closes after the ingester drained
 		// and the audit writer flushed.
 		defer pool.Close()
+		if err := checkMigrated(ctx, pool, log); err != nil {
+			return err
+		}
 	}
 	if cfg.DocsEnabled {
 		st, err := openDocs(ctx, cfg, pool, log)
@@ -112,6 +126,51 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		return srv.ServeStdio(ctx)
 	}
 	return srv.ServeHTTP(ctx, nil)
+}
+
+// checkMigrated refuses a database without the schema: audit rows (and
+// documents) could not be stored. A database that does not answer yet is
+// waited for by the audit writer and reported by the tools.
+func checkMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cur, err := migrations.Current(cctx, pool)
+	if err != nil {
+		err = pg.Error("check schema", err)
+		if errors.Is(err, pg.ErrUnavailable) || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			log.Warn("database unreachable at start; audit rows wait and the documents tools report it until it is back", "error", err)
+			return nil
+		}
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if want := migrations.Latest(); cur < want {
+		return fmt.Errorf("the database at DATABASE_URL is at schema version %d and this build needs %d: run `mcpsearch migrate` first "+
+			"(audit rows and documents are stored there; unset DATABASE_URL to serve web search only, with audit rows in the log)", cur, want)
+	}
+	return nil
+}
+
+// newFetcher builds the page reader of fetch_url and ingestion by URL.
+func newFetcher(cfg config.Config) (*fetch.Client, error) {
+	ua := cfg.FetchURLUserAgent
+	if ua == "" {
+		ua = "mcpsearch/" + version
+	}
+	// fetch.Options reads 0 as "the default" where the configuration
+	// means "none".
+	ttl, redirects := cfg.FetchURLCacheTTL, cfg.FetchURLRedirects
+	if ttl == 0 {
+		ttl = -1
+	}
+	if redirects == 0 {
+		redirects = -1
+	}
+	f, err := fetch.New(fetch.Options{Timeout: cfg.FetchURLTimeout, MaxBodyBytes: cfg.FetchURLMaxBytes, MaxRedirects: redirects,
+		UserAgent: ua, Proxy: cfg.FetchURLProxy, AllowHosts: cfg.FetchURLAllowHosts, CacheTTL: ttl, CacheSize: cfg.FetchURLCacheSize})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("MCP_fetch_url_*: %w", err)}
+	}
+	return f, nil
 }
 
 func loadKeys(cfg config.Config) ([]server.APIKey, error) {

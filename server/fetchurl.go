@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/fetch"
+)
+
+// FetchURLInput is the fetch_url tool's arguments.
+type FetchURLInput struct {
+	URL        string `json:"url" jsonschema:"the http or https address of the page to read, for example a URL from web_search"`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"most characters to return (default set by the server, usually 8000)"`
+	StartIndex int    `json:"start_index,omitempty" jsonschema:"character to start at: send the next_start_index of the previous call to read on (default 0)"`
+	Section    string `json:"section,omitempty" jsonschema:"return only the part under the first heading whose text contains this (case-insensitive), e.g. Installation; for a PDF, page 3"`
+	Raw        bool   `json:"raw,omitempty" jsonschema:"true for the whole page's text, navigation and footers included, instead of its main content"`
+}
+
+// scope: fetch_url touches no conversation.
+func (FetchURLInput) scope() scope { return noConversation() }
+
+// FetchURLOutput is the fetch_url tool's structured result.
+type FetchURLOutput struct {
+	URL         string `json:"url"`
+	FinalURL    string `json:"final_url"`
+	Title       string `json:"title"`
+	ContentType string `json:"content_type"`
+	Content     string `json:"content"`
+	StartIndex  int    `json:"start_index"`
+	// NextStartIndex is where the next call reads on; absent at the end.
+	NextStartIndex *int `json:"next_start_index,omitempty"`
+	TotalLength    int  `json:"total_length"`
+	Truncated      bool `json:"truncated"`
+}
+
+func fetchURLTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  "fetch_url",
+		Title: "Read a web page",
+		Description: "Fetch a web page (or a PDF, plain text or Markdown file) and return its main content as Markdown: headings, lists, links, tables and code kept; " +
+			"navigation, ads and footers dropped. Use it to read a result of web_search in full, or a URL the user gives. " +
+			"Long pages come in parts: when the result says there is more, call again with start_index set to next_start_index, " +
+			"or ask for one section by its heading. Only public http and https addresses are read.",
+		Annotations: &mcp.ToolAnnotations{Title: "Read a web page", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+	}
+}
+
+func (s *Server) fetchURLSchema(sc *jsonschema.Schema) {
+	u := prop(sc, "url")
+	u.MinLength, u.MaxLength = ptr(1), ptr(4096)
+	m := prop(sc, "max_length")
+	m.Minimum, m.Maximum = ptr(100.0), ptr(float64(config.MaxFetchLength))
+	prop(sc, "start_index").Minimum = ptr(0.0)
+	prop(sc, "section").MaxLength = ptr(200)
+}
+
+func (s *Server) fetchURL(ctx context.Context, in FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
+	doc, err := s.deps.Fetch.Get(ctx, strings.TrimSpace(in.URL))
+	if err != nil {
+		return nil, FetchURLOutput{}, fmt.Errorf("fetch %s: %w", clip(in.URL, 200), err)
+	}
+	content := doc.Content
+	if in.Raw {
+		content = doc.Raw()
+	}
+	if sec := strings.TrimSpace(in.Section); sec != "" {
+		part, ok := fetch.Section(content, sec)
+		if !ok {
+			return nil, FetchURLOutput{}, badArg("no heading of %s contains %q: leave section out to read the page from the start", doc.FinalURL, clip(sec, 80))
+		}
+		content = part
+	}
+	maxLen := in.MaxLength
+	if maxLen == 0 {
+		maxLen = s.cfg.FetchURLMaxLength
+	}
+	text, next, total, truncated := fetch.Window(content, in.StartIndex, maxLen)
+	out := FetchURLOutput{URL: doc.URL, FinalURL: doc.FinalURL, Title: doc.Title, ContentType: doc.ContentType,
+		Content: text, StartIndex: in.StartIndex, TotalLength: total, Truncated: truncated}
+	if truncated {
+		out.NextStartIndex = &next
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fetchURLText(out)}}}, out, nil
+}
+
+// fetchURLText is what the model reads: where the text came from, the text,
+// and how to read on.
+func fetchURLText(out FetchURLOutput) string {
+	var b strings.Builder
+	title := out.Title
+	if title == "" {
+		title = out.FinalURL
+	}
+	fmt.Fprintf(&b, "# %s\nURL: %s\n", title, out.FinalURL)
+	end := out.StartIndex + len([]rune(out.Content))
+	fmt.Fprintf(&b, "Characters %d-%d of %d (%s)\n\n", out.StartIndex, end, out.TotalLength, out.ContentType)
+	b.WriteString(out.Content)
+	switch {
+	case out.NextStartIndex != nil:
+		fmt.Fprintf(&b, "\n\n[The page goes on: call fetch_url again with start_index %d to read the next part.]", *out.NextStartIndex)
+	case out.StartIndex >= out.TotalLength && out.TotalLength > 0:
+		fmt.Fprintf(&b, "\n\n[start_index %d is past the end: the page has %d characters.]", out.StartIndex, out.TotalLength)
+	default:
+		b.WriteString("\n\n[End of page.]")
+	}
+	return b.String()
+}
