@@ -1,5 +1,7 @@
 // Package extract turns uploaded bytes (PDF, plain text, Markdown, HTML) into
-// text with page boundaries. It knows nothing of storage or MCP.
+// text with page boundaries: it detects a file's type and dispatches to the
+// reader of that type, PDFs to package pdf. It knows nothing of storage or
+// MCP.
 package extract
 
 import (
@@ -8,6 +10,8 @@ import (
 	"fmt"
 	"mime"
 	"strings"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract/pdf"
 )
 
 // Document is the extracted text of one file.
@@ -104,7 +108,7 @@ func Extract(ctx context.Context, mimeType string, data []byte) (*Document, erro
 	)
 	switch mt {
 	case MIMEPDF:
-		doc, err = extractPDFIsolated(ctx, data)
+		doc, err = extractPDF(ctx, data)
 	case MIMEHTML:
 		doc, err = extractHTML(data)
 	default:
@@ -149,3 +153,34 @@ func singleDocument(text string) *Document {
 		Pages: []Page{{Number: 0, Start: 0, End: runeCount(text)}},
 	}
 }
+
+// extractPDF runs the PDF engine and gives its result and errors this
+// package's types: each PDF error also matches the sentinel of its kind.
+func extractPDF(ctx context.Context, data []byte) (*Document, error) {
+	d, err := pdf.Extract(ctx, data)
+	if err != nil {
+		for _, k := range []struct{ pdf, kind error }{
+			{pdf.ErrCorrupt, ErrCorrupt},
+			{pdf.ErrEncrypted, ErrUnsupported},
+			{pdf.ErrNoText, ErrNoText},
+			{pdf.ErrTooLarge, ErrTooLarge},
+		} {
+			if errors.Is(err, k.pdf) {
+				return nil, kindError{kind: k.kind, err: err}
+			}
+		}
+		return nil, err
+	}
+	doc := &Document{Text: d.Text, Pages: make([]Page, len(d.Pages))}
+	for i, p := range d.Pages {
+		doc.Pages[i] = Page(p)
+	}
+	return doc, nil
+}
+
+// kindError is err, which also matches the sentinel kind, keeping err's
+// message.
+type kindError struct{ kind, err error }
+
+func (e kindError) Error() string   { return e.err.Error() }
+func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }

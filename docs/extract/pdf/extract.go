@@ -1,4 +1,9 @@
-package extract
+// Package pdf reads the text of PDF files, page by page, in reading order.
+// It is built on the object model of github.com/ledongthuc/pdf with its own
+// content stream interpreter, font and CMap handling, and guards that keep a
+// hostile file from looping or consuming unbounded memory. It knows nothing
+// of other formats, storage or MCP.
+package pdf
 
 import (
 	"bytes"
@@ -6,9 +11,63 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
+	lpdf "github.com/ledongthuc/pdf"
 )
+
+// Document is the extracted text of one PDF.
+type Document struct {
+	// Text is the text of every page, valid UTF-8, pages separated by a
+	// blank line.
+	Text string
+	// Pages lists page spans in Text, in order, numbered from 1. Offsets
+	// are in runes (characters), not bytes.
+	Pages []Page
+}
+
+// Page is one page's span of Document.Text, in rune offsets [Start, End).
+type Page struct {
+	Number int
+	Start  int
+	End    int
+}
+
+var (
+	// ErrCorrupt reports a file that cannot be parsed. A panic inside the
+	// PDF parser is recovered and reported as ErrCorrupt with a reason.
+	ErrCorrupt = errors.New("corrupt or unreadable PDF")
+	// ErrEncrypted reports a PDF that needs a password to be read.
+	ErrEncrypted = errors.New("encrypted PDF needs a password")
+	// ErrNoText reports a PDF that yields no text: its pages hold only
+	// images or vector graphics (typically a scan), or its fonts map no
+	// glyph to a character.
+	ErrNoText = errors.New("no extractable text")
+	// ErrTooLarge reports a PDF whose text exceeds the limit.
+	ErrTooLarge = errors.New("PDF too large")
+)
+
+// Extract returns the text of every page of data. A page that cannot be
+// read yields the text read before the damage (often none); the document
+// fails with ErrCorrupt only when no page yields any text and some page
+// failed.
+//
+// Errors wrap ErrCorrupt, ErrEncrypted, ErrNoText or ErrTooLarge, or are
+// ctx's error when ctx ends during extraction. Extract returns as soon as
+// ctx ends, even while the parser is busy inside one object.
+func Extract(ctx context.Context, data []byte) (*Document, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty file", ErrNoText)
+	}
+	return extractPDFIsolated(ctx, data)
+}
+
+func runeCount(s string) int {
+	return utf8.RuneCountInString(s)
+}
 
 // Limits that keep a hostile PDF from consuming unbounded time or memory.
 const (
@@ -32,8 +91,8 @@ const pageSeparator = "\n\n"
 
 // pdfPage is one leaf of the page tree with the resources it inherits.
 type pdfPage struct {
-	v   pdf.Value
-	res pdf.Value
+	v   lpdf.Value
+	res lpdf.Value
 }
 
 // abortError carries the context's error out of a content stream callback.
@@ -55,7 +114,7 @@ func extractPDFIsolated(ctx context.Context, data []byte) (*Document, error) {
 			// A panic on this goroutine would end the process; recover
 			// whatever escaped the finer-grained recovery below.
 			if v := recover(); v != nil {
-				done <- result{nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, v)}
+				done <- result{nil, fmt.Errorf("%w: %v", ErrCorrupt, v)}
 			}
 		}()
 		doc, err := extractPDF(ctx, data)
@@ -82,7 +141,7 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 		return nil, err
 	}
 	if len(pages) == 0 {
-		return nil, fmt.Errorf("%w: pdf: no pages found", ErrCorrupt)
+		return nil, fmt.Errorf("%w: no pages found", ErrCorrupt)
 	}
 
 	fonts := newFontCache()
@@ -134,7 +193,7 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 	if strings.TrimSpace(doc.Text) == "" {
 		switch {
 		case firstErr != nil:
-			return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, firstErr)
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, firstErr)
 		case glyphs > 0:
 			return nil, fmt.Errorf("%w: the PDF draws %d glyphs but its fonts map none of them to characters", ErrNoText, glyphs)
 		}
@@ -149,9 +208,9 @@ func (a abortError) Error() string { return a.err.Error() }
 // openPDF opens data with the PDF package after two repairs that keep
 // offsets intact: a PDF 2.0 header (the package only accepts 1.x) is read as
 // 1.7, and bytes after the last %%EOF marker are cut off.
-func openPDF(data []byte) (*pdf.Reader, error) {
+func openPDF(data []byte) (*lpdf.Reader, error) {
 	if !bytes.HasPrefix(data, []byte("%PDF-")) {
-		return nil, fmt.Errorf("%w: pdf: not a PDF file (no %%PDF- header)", ErrCorrupt)
+		return nil, fmt.Errorf("%w: not a PDF file (no %%PDF- header)", ErrCorrupt)
 	}
 	if len(data) > 9 && (data[5] != '1' || data[6] != '.' || data[7] < '0' || data[7] > '7' || (data[8] != '\r' && data[8] != '\n')) {
 		fixed := make([]byte, len(data))
@@ -166,42 +225,42 @@ func openPDF(data []byte) (*pdf.Reader, error) {
 		data = data[:i+5]
 	}
 	if err := checkStructure(data); err != nil {
-		return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	r, err := newReader(data)
 	if err != nil {
-		if errors.Is(err, pdf.ErrInvalidPassword) {
-			return nil, fmt.Errorf("%w: encrypted PDF needs a password", ErrUnsupported)
+		if errors.Is(err, lpdf.ErrInvalidPassword) {
+			return nil, ErrEncrypted
 		}
-		return nil, fmt.Errorf("%w: pdf: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return r, nil
 }
 
-func newReader(data []byte) (r *pdf.Reader, err error) {
+func newReader(data []byte) (r *lpdf.Reader, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			r, err = nil, fmt.Errorf("malformed PDF: %v", v)
 		}
 	}()
-	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	return lpdf.NewReader(bytes.NewReader(data), int64(len(data)))
 }
 
 // collectPages walks the page tree once, in order, passing inherited
 // resources down. (Looking each page up from the root costs a walk per page
 // and re-reads shared objects every time.) A kid that cannot be read counts
 // as one empty page so that later pages keep their numbers.
-func collectPages(r *pdf.Reader) (pages []pdfPage, err error) {
+func collectPages(r *lpdf.Reader) (pages []pdfPage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			pages, err = nil, fmt.Errorf("%w: pdf: page tree: %v", ErrCorrupt, v)
+			pages, err = nil, fmt.Errorf("%w: page tree: %v", ErrCorrupt, v)
 		}
 	}()
 	root := r.Trailer().Key("Root").Key("Pages")
 	budget := maxPageTreeNodes
-	var walk func(node, res pdf.Value, depth int)
-	walk = func(node, res pdf.Value, depth int) {
-		if budget <= 0 || depth > maxPageTreeDepth || node.Kind() != pdf.Dict {
+	var walk func(node, res lpdf.Value, depth int)
+	walk = func(node, res lpdf.Value, depth int) {
+		if budget <= 0 || depth > maxPageTreeDepth || node.Kind() != lpdf.Dict {
 			return
 		}
 		budget--
@@ -222,30 +281,30 @@ func collectPages(r *pdf.Reader) (pages []pdfPage, err error) {
 			}
 		}
 	}
-	walk(root, pdf.Value{}, 0)
+	walk(root, lpdf.Value{}, 0)
 	return pages, nil
 }
 
 // readTreeNode returns the kids of an intermediate page tree node (null for a
 // page) and the resources in force for it; ok is false when the node cannot
 // be read.
-func readTreeNode(node, inherited pdf.Value) (kids, res pdf.Value, ok bool) {
+func readTreeNode(node, inherited lpdf.Value) (kids, res lpdf.Value, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
 		}
 	}()
 	res = inherited
-	if own := node.Key("Resources"); own.Kind() == pdf.Dict {
+	if own := node.Key("Resources"); own.Kind() == lpdf.Dict {
 		res = own
 	}
-	if k := node.Key("Kids"); k.Kind() == pdf.Array && node.Key("Type").Name() != "Page" {
+	if k := node.Key("Kids"); k.Kind() == lpdf.Array && node.Key("Type").Name() != "Page" {
 		kids = k
 	}
 	return kids, res, true
 }
 
-func resolveKid(kids pdf.Value, i int) (kid pdf.Value, ok bool) {
+func resolveKid(kids lpdf.Value, i int) (kid lpdf.Value, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -269,7 +328,7 @@ func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string
 			text, glyphs, err = out.String(), out.glyphs, fmt.Errorf("%v", v)
 		}
 	}()
-	if pg.v.Kind() != pdf.Dict {
+	if pg.v.Kind() != lpdf.Dict {
 		return "", 0, errors.New("unreadable page object")
 	}
 	content, readErr := pageContent(pg.v.Key("Contents"))
@@ -281,11 +340,11 @@ func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string
 
 // pageContent concatenates a page's content streams. Damage in one stream
 // keeps what was decoded of it and is reported with the rest.
-func pageContent(c pdf.Value) ([]byte, error) {
+func pageContent(c lpdf.Value) ([]byte, error) {
 	switch c.Kind() {
-	case pdf.Stream:
+	case lpdf.Stream:
 		return readStream(c, maxContentBytes)
-	case pdf.Array:
+	case lpdf.Array:
 		var (
 			all      []byte
 			firstErr error
@@ -322,12 +381,12 @@ func newFontCache() *fontCache {
 	return &fontCache{
 		byKey: make(map[string]*pdfFont),
 		byRef: make(map[int64]*pdfFont),
-		none:  loadFont(pdf.Value{}),
+		none:  loadFont(lpdf.Value{}),
 	}
 }
 
-func (c *fontCache) get(fv pdf.Value) *pdfFont {
-	if fv.Kind() != pdf.Dict {
+func (c *fontCache) get(fv lpdf.Value) *pdfFont {
+	if fv.Kind() != lpdf.Dict {
 		return c.none
 	}
 	key := fv.String()
@@ -341,17 +400,17 @@ func (c *fontCache) get(fv pdf.Value) *pdfFont {
 
 // resources resolves names used by one content stream: fonts and XObjects.
 type resources struct {
-	v         pdf.Value
-	fontDict  pdf.Value
+	v         lpdf.Value
+	fontDict  lpdf.Value
 	fontRefs  map[string]operand
-	xobjDict  pdf.Value
+	xobjDict  lpdf.Value
 	fonts     map[string]*pdfFont
-	xobjects  map[string]pdf.Value
+	xobjects  map[string]lpdf.Value
 	formCache map[string][]byte
 	loaded    bool
 }
 
-func newResources(v pdf.Value) *resources {
+func newResources(v lpdf.Value) *resources {
 	return &resources{v: v, fonts: make(map[string]*pdfFont)}
 }
 
@@ -362,7 +421,7 @@ func (r *resources) load() {
 		r.xobjDict = r.v.Key("XObject")
 		// The dictionary prints references as "n g R"; reading them back
 		// gives each font's object number without resolving it.
-		if r.fontDict.Kind() == pdf.Dict {
+		if r.fontDict.Kind() == lpdf.Dict {
 			l := lexer{b: []byte(r.fontDict.String())}
 			if l.next().kind == tokDictOpen {
 				r.fontRefs = l.readDict()
@@ -400,24 +459,24 @@ func (r *resources) font(cache *fontCache, name string) (f *pdfFont) {
 
 // form returns the content of the named form XObject, or nil for images,
 // unknown names and forms that cannot be read.
-func (r *resources) form(name string) (xo pdf.Value, data []byte) {
+func (r *resources) form(name string) (xo lpdf.Value, data []byte) {
 	defer func() {
 		if recover() != nil {
-			xo, data = pdf.Value{}, nil
+			xo, data = lpdf.Value{}, nil
 			r.xobjects[name] = xo
 		}
 	}()
 	if r.xobjects == nil {
-		r.xobjects = make(map[string]pdf.Value)
+		r.xobjects = make(map[string]lpdf.Value)
 		r.formCache = make(map[string][]byte)
 	}
 	xo, ok := r.xobjects[name]
 	if !ok {
-		r.xobjects[name] = pdf.Value{}
+		r.xobjects[name] = lpdf.Value{}
 		r.load()
 		xo = r.xobjDict.Key(name)
-		if xo.Kind() != pdf.Stream || xo.Key("Subtype").Name() != "Form" {
-			xo = pdf.Value{}
+		if xo.Kind() != lpdf.Stream || xo.Key("Subtype").Name() != "Form" {
+			xo = lpdf.Value{}
 		}
 		r.xobjects[name] = xo
 	}

@@ -1,4 +1,4 @@
-package extract
+package pdf
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
+	lpdf "github.com/ledongthuc/pdf"
 )
 
 // matrix is a PDF transformation matrix [a b c d e f].
@@ -180,7 +180,7 @@ func (p *pageInterp) doForm(res *resources, name string, depth int) {
 		p.g.ctm = fm.mul(p.g.ctm)
 	}
 	sub := res
-	if r := xo.Key("Resources"); r.Kind() == pdf.Dict {
+	if r := xo.Key("Resources"); r.Kind() == lpdf.Dict {
 		sub = newResources(r)
 	}
 	p.run(data, sub, depth+1)
