@@ -11,6 +11,7 @@ import (
 	"mime"
 	"strings"
 
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
 	"github.com/mcpsearch/mcpsearch/docs/extract/pdf"
 )
 
@@ -88,8 +89,23 @@ func (l Limits) Check(size int64) error {
 // line endings are normalised to "\n".
 //
 // Errors wrap ErrUnsupported, ErrNoText, ErrCorrupt or ErrTooLarge, or are
-// ctx's error when ctx ends during extraction.
+// ctx's error when ctx ends during extraction. Their messages are clean as
+// CleanMessage makes them, whatever bytes the file holds.
 func Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
+	doc, err := extract(ctx, mimeType, data)
+	return doc, safetext.Error(err)
+}
+
+// CleanMessage returns s as one line of valid UTF-8 without NUL or other
+// control characters, at most 1 KiB long: invalid bytes become U+FFFD,
+// line breaks spaces, and control characters Go escapes such as \x00. The
+// errors of this package already read so; callers storing an error text
+// that may hold file bytes from elsewhere can use it as a last defence.
+func CleanMessage(s string) string {
+	return safetext.Message(s)
+}
+
+func extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

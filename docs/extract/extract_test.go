@@ -266,3 +266,17 @@ func TestExtractPDF(t *testing.T) {
 		})
 	}
 }
+
+func TestCleanMessages(t *testing.T) {
+	if got := CleanMessage("bad \x00\xff\nname"); got != `bad \x00`+"\uFFFD name" {
+		t.Errorf("CleanMessage = %q", got)
+	}
+	_, err := DetectType(strings.Repeat("n\x00\xff", 2000)+".xyz", "", nil)
+	if !errors.Is(err, ErrUnsupported) || len(err.Error()) > 1024 || !utf8.ValidString(err.Error()) || strings.ContainsRune(err.Error(), 0) {
+		t.Errorf("DetectType error for a hostile name: %q", err)
+	}
+	_, err = Extract(context.Background(), MIMEPDF, []byte("%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages (\x00\xff\x1b) >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF"))
+	if !errors.Is(err, ErrCorrupt) || CleanMessage(err.Error()) != err.Error() {
+		t.Errorf("Extract error is not clean: %q", err)
+	}
+}

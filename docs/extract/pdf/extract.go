@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	lpdf "github.com/ledongthuc/pdf"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
 )
 
 // Document is the extracted text of one PDF.
@@ -54,7 +56,11 @@ var (
 //
 // Errors wrap ErrCorrupt, ErrEncrypted, ErrNoText or ErrTooLarge, or are
 // ctx's error when ctx ends during extraction. Extract returns as soon as
-// ctx ends, even while the parser is busy inside one object.
+// ctx ends, even while the parser is busy inside one object. Error messages
+// are one line of valid UTF-8 without control characters, at most
+// safetext.MaxMessageBytes long, whatever bytes the file holds, and the text
+// is valid UTF-8 without NUL or other control characters but line feed and
+// tab.
 func Extract(ctx context.Context, data []byte) (*Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -62,7 +68,8 @@ func Extract(ctx context.Context, data []byte) (*Document, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty file", ErrNoText)
 	}
-	return extractPDFIsolated(ctx, data)
+	doc, err := extractPDFIsolated(ctx, data)
+	return doc, safetext.Error(err)
 }
 
 func runeCount(s string) int {
@@ -158,6 +165,9 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 			return nil, err
 		}
 		text, drawn, err := extractPage(ctx, pg, fonts)
+		// Glyph text is already filtered; this guards the page offsets
+		// and the database against whatever a font's CMap still lets by.
+		text = safetext.Text(text)
 		glyphs += drawn
 		if err != nil {
 			var abort abortError
