@@ -280,3 +280,16 @@ func TestCleanMessages(t *testing.T) {
 		t.Errorf("Extract error is not clean: %q", err)
 	}
 }
+
+func TestTextLimit(t *testing.T) {
+	text := []byte(strings.Repeat("words of text\n", 100))
+	if _, err := (Limits{MaxTextBytes: 1000}).Extract(context.Background(), MIMEText, text); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1000 bytes (the text limit)") {
+		t.Errorf("text over the limit: %v", err)
+	}
+	if _, err := (Limits{MaxTextBytes: 1000}).Extract(context.Background(), MIMEPDF, pdftest.Pages([]string{string(text[:1400])})); !errors.Is(err, ErrTooLarge) || !errors.Is(err, pdf.ErrTooLarge) {
+		t.Errorf("PDF text over the limit: %v", err)
+	}
+	if _, err := (Limits{}).Extract(context.Background(), MIMEText, text); err != nil {
+		t.Errorf("default limits: %v", err)
+	}
+}

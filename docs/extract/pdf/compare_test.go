@@ -56,7 +56,7 @@ func TestCompareWithPdftotext(t *testing.T) {
 		}
 		refPages := strings.Split(string(ref), "\f")
 		start := time.Now()
-		doc, err := Extract(context.Background(), data)
+		doc, err := Extract(context.Background(), data, Options{})
 		took := time.Since(start)
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(file), err)

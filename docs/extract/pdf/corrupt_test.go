@@ -85,7 +85,7 @@ func TestCorruptedPDFsGiveCleanResults(t *testing.T) {
 	}
 	var failed, dirtyBeforeCleaning int
 	for i, data := range corruptions(src, n) {
-		doc, err := Extract(context.Background(), data)
+		doc, err := Extract(context.Background(), data, Options{})
 		if err != nil {
 			failed++
 			checkMessage(t, i, err.Error())
@@ -129,7 +129,7 @@ func FuzzCorruptedPDF(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := Extract(context.Background(), data)
+		doc, err := Extract(context.Background(), data, Options{})
 		if err != nil {
 			checkMessage(t, 0, err.Error())
 			return

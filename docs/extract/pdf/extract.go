@@ -49,6 +49,45 @@ var (
 	ErrTooLarge = errors.New("PDF too large")
 )
 
+// Default limits of Options.
+const (
+	// DefaultMaxTextBytes bounds the text of one file.
+	DefaultMaxTextBytes = 32 << 20
+	// DefaultMaxStreamBytes bounds the decoded size of one content stream,
+	// form or CMap; honest pages hold a few hundred kilobytes.
+	DefaultMaxStreamBytes = 32 << 20
+	// DefaultMaxDecodedBytes bounds the bytes decoded from all streams of
+	// one file.
+	DefaultMaxDecodedBytes = 256 << 20
+)
+
+// Options bound the memory one extraction may use, whatever the file
+// declares. Zero or negative fields take the defaults. Beyond a limit
+// Extract fails with an error wrapping ErrTooLarge that names it.
+type Options struct {
+	// MaxTextBytes bounds the extracted text of the file, in bytes.
+	MaxTextBytes int64
+	// MaxStreamBytes bounds what one stream may decode to. A stream that
+	// many pages share is decoded once.
+	MaxStreamBytes int64
+	// MaxDecodedBytes bounds what all streams of the file decode to in
+	// total.
+	MaxDecodedBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if o.MaxStreamBytes <= 0 {
+		o.MaxStreamBytes = DefaultMaxStreamBytes
+	}
+	if o.MaxDecodedBytes <= 0 {
+		o.MaxDecodedBytes = DefaultMaxDecodedBytes
+	}
+	return o
+}
+
 // Extract returns the text of every page of data. A page that cannot be
 // read yields the text read before the damage (often none); the document
 // fails with ErrCorrupt only when no page yields any text and some page
@@ -61,14 +100,14 @@ var (
 // safetext.MaxMessageBytes long, whatever bytes the file holds, and the text
 // is valid UTF-8 without NUL or other control characters but line feed and
 // tab.
-func Extract(ctx context.Context, data []byte) (*Document, error) {
+func Extract(ctx context.Context, data []byte, opts Options) (*Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty file", ErrNoText)
 	}
-	doc, err := extractPDFIsolated(ctx, data)
+	doc, err := extractPDFIsolated(ctx, data, opts.withDefaults())
 	return doc, safetext.Error(err)
 }
 
@@ -78,10 +117,6 @@ func runeCount(s string) int {
 
 // Limits that keep a hostile PDF from consuming unbounded time or memory.
 const (
-	// maxContentBytes bounds the decoded content of one page or form.
-	maxContentBytes = 64 << 20
-	// maxTextBytes bounds the text extracted from one document.
-	maxTextBytes = 256 << 20
 	// maxPageTreeNodes bounds the page tree walk, which a cyclic tree would
 	// otherwise never finish.
 	maxPageTreeNodes = 1 << 20
@@ -110,7 +145,7 @@ type abortError struct{ err error }
 // object, where it cannot be interrupted; the work then stops at its next
 // cancellation check. Every path through extractPDF is bounded, so an
 // abandoned run always finishes.
-func extractPDFIsolated(ctx context.Context, data []byte) (*Document, error) {
+func extractPDFIsolated(ctx context.Context, data []byte, opts Options) (*Document, error) {
 	type result struct {
 		doc *Document
 		err error
@@ -124,7 +159,7 @@ func extractPDFIsolated(ctx context.Context, data []byte) (*Document, error) {
 				done <- result{nil, fmt.Errorf("%w: %v", ErrCorrupt, v)}
 			}
 		}()
-		doc, err := extractPDF(ctx, data)
+		doc, err := extractPDF(ctx, data, opts)
 		done <- result{doc, err}
 	}()
 	select {
@@ -138,7 +173,7 @@ func extractPDFIsolated(ctx context.Context, data []byte) (*Document, error) {
 // extractPDF reads the text of every page. A page that cannot be read yields
 // the text read before the damage (often none); the document fails with
 // ErrCorrupt only when no page yields any text and some page failed.
-func extractPDF(ctx context.Context, data []byte) (*Document, error) {
+func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, error) {
 	r, err := openPDF(data)
 	if err != nil {
 		return nil, err
@@ -152,6 +187,7 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 	}
 
 	fonts := newFontCache()
+	streams := newStreamCache(opts)
 	doc := &Document{Pages: make([]Page, 0, len(pages))}
 	var (
 		b            strings.Builder
@@ -164,7 +200,14 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		text, drawn, err := extractPage(ctx, pg, fonts)
+		// The page may write what is left of the text budget, less the
+		// separator before it.
+		left := int(opts.MaxTextBytes) - b.Len() - len(pageSeparator)
+		out := &textOut{limit: left, tooLarge: textTooLarge(opts.MaxTextBytes)}
+		text, drawn, err := extractPage(ctx, pg, fonts, streams, out)
+		if streams.err != nil {
+			return nil, streams.err
+		}
 		// Glyph text is already filtered; this guards the page offsets
 		// and the database against whatever a font's CMap still lets by.
 		text = safetext.Text(text)
@@ -191,8 +234,8 @@ func extractPDF(ctx context.Context, data []byte) (*Document, error) {
 		if text != "" {
 			lastWithText = len(doc.Pages)
 		}
-		if b.Len()+len(text) > maxTextBytes {
-			return nil, fmt.Errorf("%w: more than %d bytes of text", ErrTooLarge, maxTextBytes)
+		if int64(b.Len()+len(text)) > opts.MaxTextBytes {
+			return nil, textTooLarge(opts.MaxTextBytes)
 		}
 		start := pos
 		b.WriteString(text)
@@ -323,12 +366,12 @@ func resolveKid(kids lpdf.Value, i int) (kid lpdf.Value, ok bool) {
 	return kids.Index(i), true
 }
 
-// extractPage returns the text of one page and how many glyphs it draws. A
+// extractPage returns the text of one page, written through out, and how
+// many glyphs it draws. A
 // panic in the PDF package or a damaged content stream ends the page early
 // with the text read so far and an error; context cancellation returns an
 // abortError.
-func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string, glyphs int, err error) {
-	out := &textOut{}
+func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache, streams *streamCache, out *textOut) (text string, glyphs int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if a, ok := v.(abortError); ok {
@@ -341,8 +384,8 @@ func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string
 	if pg.v.Kind() != lpdf.Dict {
 		return "", 0, errors.New("unreadable page object")
 	}
-	content, readErr := pageContent(pg.v.Key("Contents"))
-	p := &pageInterp{ctx: ctx, fonts: fonts, out: out}
+	content, readErr := pageContent(pg.v.Key("Contents"), streams)
+	p := &pageInterp{ctx: ctx, fonts: fonts, streams: streams, out: out}
 	p.g = newGState()
 	p.run(content, newResources(pg.res), 0)
 	return out.String(), out.glyphs, readErr
@@ -350,17 +393,17 @@ func extractPage(ctx context.Context, pg pdfPage, fonts *fontCache) (text string
 
 // pageContent concatenates a page's content streams. Damage in one stream
 // keeps what was decoded of it and is reported with the rest.
-func pageContent(c lpdf.Value) ([]byte, error) {
+func pageContent(c lpdf.Value, streams *streamCache) ([]byte, error) {
 	switch c.Kind() {
 	case lpdf.Stream:
-		return readStream(c, maxContentBytes)
+		return streams.read(c)
 	case lpdf.Array:
 		var (
 			all      []byte
 			firstErr error
 		)
-		for i := 0; i < c.Len() && len(all) < maxContentBytes; i++ {
-			data, err := readStream(c.Index(i), maxContentBytes)
+		for i := 0; i < c.Len() && int64(len(all)) < streams.opts.MaxStreamBytes && streams.err == nil; i++ {
+			data, err := streams.read(c.Index(i))
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -469,7 +512,7 @@ func (r *resources) font(cache *fontCache, name string) (f *pdfFont) {
 
 // form returns the content of the named form XObject, or nil for images,
 // unknown names and forms that cannot be read.
-func (r *resources) form(name string) (xo lpdf.Value, data []byte) {
+func (r *resources) form(name string, streams *streamCache) (xo lpdf.Value, data []byte) {
 	defer func() {
 		if recover() != nil {
 			xo, data = lpdf.Value{}, nil
@@ -496,8 +539,67 @@ func (r *resources) form(name string) (xo lpdf.Value, data []byte) {
 	data, ok = r.formCache[name]
 	if !ok {
 		// A damaged form keeps what could be decoded of it.
-		data, _ = readStream(xo, maxContentBytes)
+		data, _ = streams.read(xo)
 		r.formCache[name] = data
 	}
 	return xo, data
+}
+
+// streamCache decodes the content streams and forms of one document within
+// its Options: a stream that many pages share is decoded once, and what
+// all decoding takes is counted. The first limit passed is kept in err, and
+// decoding stops; the PDF package's own recovery of panics cannot swallow
+// it there.
+type streamCache struct {
+	opts Options
+	// byKey holds decoded streams by their identity (the stream's dictionary
+	// and file offset, as the PDF package prints it), while they take no
+	// more than opts.MaxStreamBytes in all.
+	byKey   map[string][]byte
+	held    int64
+	decoded int64
+	err     error
+}
+
+func newStreamCache(opts Options) *streamCache {
+	return &streamCache{opts: opts, byKey: make(map[string][]byte)}
+}
+
+// read returns the decoded data of stream v. A stream that breaks off
+// yields what was decoded before the damage, with the error.
+func (c *streamCache) read(v lpdf.Value) ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	key := v.String()
+	if data, ok := c.byKey[key]; ok {
+		return data, nil
+	}
+	data, err := readStream(v, c.opts.MaxStreamBytes+1)
+	if int64(len(data)) > c.opts.MaxStreamBytes {
+		c.err = fmt.Errorf("%w: a stream decodes to more than %d bytes (the stream limit)", ErrTooLarge, c.opts.MaxStreamBytes)
+		return nil, c.err
+	}
+	c.decoded += int64(len(data))
+	if c.decoded > c.opts.MaxDecodedBytes {
+		c.err = fmt.Errorf("%w: its streams decode to more than %d bytes (the decoded limit)", ErrTooLarge, c.opts.MaxDecodedBytes)
+		return nil, c.err
+	}
+	// Keep the newest streams: pages that share one come one after the
+	// other, or paint the same form.
+	for k, d := range c.byKey {
+		if c.held+int64(len(data)) <= c.opts.MaxStreamBytes {
+			break
+		}
+		delete(c.byKey, k)
+		c.held -= int64(len(d))
+	}
+	c.byKey[key] = data
+	c.held += int64(len(data))
+	return data, err
+}
+
+// textTooLarge is the error for text beyond limit bytes.
+func textTooLarge(limit int64) error {
+	return fmt.Errorf("%w: its text exceeds %d bytes (the text limit)", ErrTooLarge, limit)
 }

@@ -24,7 +24,7 @@ func FuzzExtractPDF(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte("%PDF-1.4\n%%EOF\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := Extract(context.Background(), data)
+		doc, err := Extract(context.Background(), data, Options{})
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNoText) && !errors.Is(err, ErrEncrypted) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("unexpected error kind: %v", err)
@@ -90,7 +90,7 @@ func BenchmarkExtractPDF(b *testing.B) {
 			b.SetBytes(int64(len(in.data)))
 			pages := 0
 			for b.Loop() {
-				doc, err := Extract(context.Background(), in.data)
+				doc, err := Extract(context.Background(), in.data, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
