@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
@@ -248,5 +249,198 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in time")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHostileValuesAreStored records, between good rows, one row per kind
+// of value PostgreSQL refuses as sent. Every row must be stored, the hostile
+// one naming the column that was changed, and no row may be set aside.
+func TestHostileValuesAreStored(t *testing.T) {
+	huge := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB, too long for a btree index entry
+	tests := []struct {
+		name   string
+		entry  Entry
+		column string
+	}{
+		{"NUL in conversation_id", Entry{ConversationID: "a\x00b"}, "conversation_id"},
+		{"NUL in tool_name", Entry{ToolName: "list\x00files"}, "tool_name"},
+		{"NUL in error", Entry{Error: "bad\x00"}, "error"},
+		{"NUL in error_code", Entry{ErrorCode: "TOOL\x00ERROR"}, "error_code"},
+		{"NUL in transport", Entry{Transport: "stdio\x00"}, "transport"},
+		{"NUL in session_id", Entry{SessionID: "\x00"}, "session_id"},
+		{"NUL in client_name", Entry{ClientName: "c\x00"}, "client_name"},
+		{"NUL in client_version", Entry{ClientVersion: "1\x00"}, "client_version"},
+		{"NUL in api_key_name", Entry{APIKey: "k\x00"}, "api_key_name"},
+		{"invalid UTF-8 in conversation_id", Entry{ConversationID: "caf\xe9"}, "conversation_id"},
+		{"invalid UTF-8 in error", Entry{Error: "\xc3\x28"}, "error"},
+		{"NUL escape in arguments", Entry{Arguments: json.RawMessage(`{"conversation_id":"a\u0000b","query":"q"}`)}, "arguments"},
+		{"NUL escape in an argument key", Entry{Arguments: json.RawMessage(`{"q\u0000":1}`)}, "arguments"},
+		{"lone surrogate in arguments", Entry{Arguments: json.RawMessage(`{"query":"\udc00"}`)}, "arguments"},
+		{"invalid UTF-8 in arguments", Entry{Arguments: json.RawMessage("{\"query\":\"\xff\"}")}, "arguments"},
+		{"arguments that are not JSON", Entry{Arguments: json.RawMessage("x\x00\xff")}, "arguments"},
+		{"NUL escape in result", Entry{Result: json.RawMessage(`{"text":"\u0000"}`)}, "result"},
+		{"number beyond numeric in result", Entry{Result: json.RawMessage(`{"n":1e999999}`)}, "result"},
+		{"huge conversation_id", Entry{ConversationID: huge}, "conversation_id"},
+		{"huge tool_name", Entry{ToolName: huge}, "tool_name"},
+		{"huge error", Entry{Error: huge}, "error"},
+		{"huge session_id", Entry{SessionID: huge}, "session_id"},
+		{"latency beyond integer", Entry{LatencyMS: 1 << 40}, "latency_ms"},
+	}
+	dbURL := pgtest.NewDatabase(t)
+	pool := poolVia(t, dbURL, hostOf(t, dbURL))
+	// One batch holds every row, so a refused value would hold up all.
+	w := NewWriter(pool, Options{BatchSize: 1000, FlushInterval: time.Hour})
+	ids := make([]uuid.UUID, len(tests))
+	for i, tt := range tests {
+		record(w, 2, "good")
+		e := tt.entry
+		if e.ToolName == "" {
+			e.ToolName = "list_files"
+		}
+		e.ID = uuid.New()
+		ids[i] = e.ID
+		w.Record(e)
+	}
+	record(w, 2, "good")
+	closeWithin(t, w)
+	want := 3*len(tests) + 2
+	if n := count(t, pool); n != want {
+		t.Fatalf("%d rows stored, want %d; stats %+v", n, want, w.Stats())
+	}
+	if st := w.Stats(); st.Poisoned != 0 || st.Sanitised != uint64(len(tests)) {
+		t.Errorf("stats %+v: want no row set aside and %d sanitised", st, len(tests))
+	}
+	for i, tt := range tests {
+		var sanitised []string
+		err := pool.QueryRow(context.Background(), `SELECT sanitised FROM chat_mcp_tool_calls WHERE id = $1`, ids[i]).Scan(&sanitised)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if len(sanitised) != 1 || sanitised[0] != tt.column {
+			t.Errorf("%s: sanitised = %v, want [%s]", tt.name, sanitised, tt.column)
+		}
+	}
+	var clean int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM chat_mcp_tool_calls WHERE tool_name = 'good' AND sanitised IS NULL`).Scan(&clean); err != nil || clean != 2*len(tests)+2 {
+		t.Errorf("%d good rows stored unmarked (%v), want %d", clean, err, 2*len(tests)+2)
+	}
+}
+
+// TestRefusedRowIsIsolated makes the database refuse one row of a batch for
+// a reason the writer cannot repair: that row is logged and counted, every
+// other row is stored, and later rows are not held up.
+func TestRefusedRowIsIsolated(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	pool := poolVia(t, dbURL, hostOf(t, dbURL))
+	if _, err := pool.Exec(context.Background(), `ALTER TABLE chat_mcp_tool_calls ADD CONSTRAINT refuse_poison CHECK (tool_name <> 'poison')`); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	w := NewWriter(pool, Options{BatchSize: 100, FlushInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	record(w, 30, "before")
+	w.Record(Entry{ToolName: "poison", ConversationID: "c"})
+	record(w, 30, "after")
+	waitFor(t, func() bool { st := w.Stats(); return st.Written+st.Poisoned == 61 })
+	record(w, 10, "later")
+	closeWithin(t, w)
+	if n := count(t, pool); n != 70 {
+		t.Fatalf("%d rows stored, want 70", n)
+	}
+	st := w.Stats()
+	if st.Poisoned != 1 || st.Written != 70 || st.Retries != 0 {
+		t.Errorf("stats %+v, want 1 poisoned, 70 written, no retry", st)
+	}
+	if !strings.Contains(logs.String(), "audit row refused") || !strings.Contains(logs.String(), "refuse_poison") {
+		t.Errorf("the refused row was not logged with its error: %s", logs.String())
+	}
+}
+
+// TestStatusReportsStall checks that a writer whose writes keep failing
+// while rows wait says so, and recovers when the database is back.
+func TestStatusReportsStall(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	px := newProxy(t, hostOf(t, dbURL))
+	w := NewWriter(poolVia(t, dbURL, px.addr), Options{FlushInterval: 10 * time.Millisecond, StallAfter: 200 * time.Millisecond})
+	record(w, 5, "x")
+	waitFor(t, func() bool { return w.Stats().Written == 5 })
+	if st := w.Status(); st.Stalled || st.LastWrite.IsZero() || !st.FailingSince.IsZero() || st.Mode != "database" {
+		t.Errorf("healthy writer: %+v", st)
+	}
+	px.stop()
+	record(w, 5, "y")
+	waitFor(t, func() bool { return w.Status().Stalled })
+	if st := w.Status(); st.Queued != 5 || st.LastErr == "" || st.FailingSince.IsZero() {
+		t.Errorf("stalled writer: %+v", st)
+	}
+	px.restart()
+	waitFor(t, func() bool { st := w.Status(); return !st.Stalled && st.Queued == 0 })
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer's goroutine and the
+// test's to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestUnrepairedRowsAreIsolated queues rows the way Record would not let
+// them through, holding values the database or the driver refuses, to show
+// that the writer's last line of defence sets aside exactly those rows.
+func TestUnrepairedRowsAreIsolated(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	pool := poolVia(t, dbURL, hostOf(t, dbURL))
+	var logs syncBuffer
+	w := NewWriter(pool, Options{BatchSize: 100, FlushInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	bad := []Entry{
+		{ToolName: "x", ConversationID: "a\x00b"},
+		{ToolName: "x", Arguments: json.RawMessage(`{"q":"\u0000"}`)},
+		{ToolName: "x", Error: "\xff"},
+		{ToolName: "x", LatencyMS: 1 << 40}, // the driver cannot encode it as integer
+	}
+	w.mu.Lock()
+	for i, e := range bad {
+		for j := 0; j < 5; j++ {
+			w.queue = append(w.queue, Entry{ID: uuid.New(), ToolName: "good", LatencyMS: i*10 + j, CreatedAt: time.Now()})
+		}
+		e.ID, e.CreatedAt = uuid.New(), time.Now()
+		w.queue = append(w.queue, e)
+	}
+	w.mu.Unlock()
+	closeWithin(t, w)
+	if n := count(t, pool); n != 5*len(bad) {
+		t.Errorf("%d rows stored, want %d", n, 5*len(bad))
+	}
+	if st := w.Stats(); st.Poisoned != uint64(len(bad)) || st.Written != uint64(5*len(bad)) {
+		t.Errorf("stats %+v, want %d poisoned", st, len(bad))
+	}
+	if n := strings.Count(logs.String(), "audit row refused"); n != len(bad) {
+		t.Errorf("%d refused rows logged, want %d: %s", n, len(bad), logs.String())
+	}
+}
+
+// closeWithin closes w, failing the test if queued rows are not stored
+// within a generous bound instead of hanging it.
+func closeWithin(t *testing.T, w *Writer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
 )
 
 // SniffLen is how many leading bytes of a file DetectType looks at; passing
@@ -91,7 +93,8 @@ func DetectType(fileName string, declaredMIME string, head []byte) (string, erro
 	if name == "" {
 		name = declaredMIME
 	}
-	return "", fmt.Errorf("%w: %q", ErrUnsupported, name)
+	// The name comes from the upload: quoted, and bounded in length.
+	return "", safetext.Error(fmt.Errorf("%w: %q", ErrUnsupported, name))
 }
 
 // isMediaContainer recognises RIFF (WAV, AVI, WebP) and ISO base media

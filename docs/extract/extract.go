@@ -1,5 +1,7 @@
 // Package extract turns uploaded bytes (PDF, plain text, Markdown, HTML) into
-// text with page boundaries. It knows nothing of storage or MCP.
+// text with page boundaries: it detects a file's type and dispatches to the
+// reader of that type, PDFs to package pdf. It knows nothing of storage or
+// MCP.
 package extract
 
 import (
@@ -8,6 +10,9 @@ import (
 	"fmt"
 	"mime"
 	"strings"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
+	"github.com/mcpsearch/mcpsearch/docs/extract/pdf"
 )
 
 // Document is the extracted text of one file.
@@ -55,11 +60,27 @@ var (
 // set: 50 MiB.
 const DefaultMaxBytes = 50 << 20
 
-// Limits bounds what Extract is asked to process.
+// DefaultMaxTextBytes is the extracted text limit used when
+// Limits.MaxTextBytes is not set: 32 MiB.
+const DefaultMaxTextBytes = pdf.DefaultMaxTextBytes
+
+// Limits bounds what Extract is asked to process and the memory it may use.
+// Zero or negative fields take the defaults.
 type Limits struct {
-	// MaxBytes is the largest accepted file size in bytes; zero or negative
-	// means DefaultMaxBytes.
+	// MaxBytes is the largest accepted file size in bytes (default
+	// DefaultMaxBytes); Check applies it.
 	MaxBytes int64
+	// MaxTextBytes bounds the text extracted from one file, in bytes, for
+	// every format (default DefaultMaxTextBytes). A PDF of a few hundred
+	// kilobytes can draw gigabytes of text; beyond the limit extraction
+	// fails with ErrTooLarge instead of exhausting memory.
+	MaxTextBytes int64
+	// MaxPDFStreamBytes bounds what one PDF content stream, form or CMap
+	// may decode to (default pdf.DefaultMaxStreamBytes).
+	MaxPDFStreamBytes int64
+	// MaxPDFDecodedBytes bounds what all streams of one PDF may decode to
+	// in total (default pdf.DefaultMaxDecodedBytes).
+	MaxPDFDecodedBytes int64
 }
 
 // Check returns an error wrapping ErrTooLarge when size exceeds the limit.
@@ -84,8 +105,31 @@ func (l Limits) Check(size int64) error {
 // line endings are normalised to "\n".
 //
 // Errors wrap ErrUnsupported, ErrNoText, ErrCorrupt or ErrTooLarge, or are
-// ctx's error when ctx ends during extraction.
+// ctx's error when ctx ends during extraction. Their messages are clean as
+// CleanMessage makes them, whatever bytes the file holds.
+//
+// Extract uses the default Limits; Limits.Extract takes others.
 func Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
+	return Limits{}.Extract(ctx, mimeType, data)
+}
+
+// Extract is the package's Extract within l's memory limits (l.MaxBytes is
+// Check's alone).
+func (l Limits) Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
+	doc, err := l.extract(ctx, mimeType, data)
+	return doc, safetext.Error(err)
+}
+
+// CleanMessage returns s as one line of valid UTF-8 without NUL or other
+// control characters, at most 1 KiB long: invalid bytes become U+FFFD,
+// line breaks spaces, and control characters Go escapes such as \x00. The
+// errors of this package already read so; callers storing an error text
+// that may hold file bytes from elsewhere can use it as a last defence.
+func CleanMessage(s string) string {
+	return safetext.Message(s)
+}
+
+func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -104,7 +148,8 @@ func Extract(ctx context.Context, mimeType string, data []byte) (*Document, erro
 	)
 	switch mt {
 	case MIMEPDF:
-		doc, err = extractPDFIsolated(ctx, data)
+		doc, err = extractPDF(ctx, data, pdf.Options{MaxTextBytes: l.MaxTextBytes,
+			MaxStreamBytes: l.MaxPDFStreamBytes, MaxDecodedBytes: l.MaxPDFDecodedBytes})
 	case MIMEHTML:
 		doc, err = extractHTML(data)
 	default:
@@ -113,10 +158,20 @@ func Extract(ctx context.Context, mimeType string, data []byte) (*Document, erro
 	if err != nil {
 		return nil, err
 	}
+	if max := l.maxText(); int64(len(doc.Text)) > max {
+		return nil, fmt.Errorf("%w: its text exceeds %d bytes (the text limit)", ErrTooLarge, max)
+	}
 	if strings.TrimSpace(doc.Text) == "" {
 		return nil, ErrNoText
 	}
 	return doc, nil
+}
+
+func (l Limits) maxText() int64 {
+	if l.MaxTextBytes <= 0 {
+		return DefaultMaxTextBytes
+	}
+	return l.MaxTextBytes
 }
 
 // normaliseMIME maps a declared media type and its common aliases to one of
@@ -149,3 +204,34 @@ func singleDocument(text string) *Document {
 		Pages: []Page{{Number: 0, Start: 0, End: runeCount(text)}},
 	}
 }
+
+// extractPDF runs the PDF engine and gives its result and errors this
+// package's types: each PDF error also matches the sentinel of its kind.
+func extractPDF(ctx context.Context, data []byte, opts pdf.Options) (*Document, error) {
+	d, err := pdf.Extract(ctx, data, opts)
+	if err != nil {
+		for _, k := range []struct{ pdf, kind error }{
+			{pdf.ErrCorrupt, ErrCorrupt},
+			{pdf.ErrEncrypted, ErrUnsupported},
+			{pdf.ErrNoText, ErrNoText},
+			{pdf.ErrTooLarge, ErrTooLarge},
+		} {
+			if errors.Is(err, k.pdf) {
+				return nil, kindError{kind: k.kind, err: err}
+			}
+		}
+		return nil, err
+	}
+	doc := &Document{Text: d.Text, Pages: make([]Page, len(d.Pages))}
+	for i, p := range d.Pages {
+		doc.Pages[i] = Page(p)
+	}
+	return doc, nil
+}
+
+// kindError is err, which also matches the sentinel kind, keeping err's
+// message.
+type kindError struct{ kind, err error }
+
+func (e kindError) Error() string   { return e.err.Error() }
+func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract/pdf"
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 )
 
 func TestDetectType(t *testing.T) {
@@ -201,5 +205,91 @@ func TestExtractErrors(t *testing.T) {
 	cancel()
 	if _, err := Extract(ctx, MIMEText, []byte("x")); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: err = %v", err)
+	}
+}
+
+// checkDocument verifies the invariants every Document must hold: valid
+// UTF-8 without NUL, and pages that tile the text in order.
+func checkDocument(t testing.TB, doc *Document) {
+	t.Helper()
+	if !utf8.ValidString(doc.Text) {
+		t.Fatalf("text is not valid UTF-8: %q", doc.Text)
+	}
+	if strings.IndexByte(doc.Text, 0) >= 0 {
+		t.Fatalf("text holds a NUL byte")
+	}
+	if len(doc.Pages) == 0 {
+		t.Fatalf("document has no pages")
+	}
+	pos := 0
+	for i, p := range doc.Pages {
+		if p.Start != pos || p.End < p.Start {
+			t.Fatalf("page %d span [%d,%d) does not continue at %d", i, p.Start, p.End, pos)
+		}
+		pos = p.End
+	}
+	if n := utf8.RuneCountInString(doc.Text); pos != n {
+		t.Fatalf("pages end at %d, text has %d runes", pos, n)
+	}
+}
+
+// TestExtractPDF checks the dispatch to the PDF engine: pages keep their
+// numbers and spans, and each kind of PDF error matches this package's
+// sentinel of the same kind with the engine's message.
+func TestExtractPDF(t *testing.T) {
+	doc, err := Extract(context.Background(), "application/pdf; x=y", pdftest.Pages([]string{"First page."}, []string{"Second page."}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDocument(t, doc)
+	if len(doc.Pages) != 2 || doc.Pages[1].Number != 2 || !strings.Contains(doc.Text, "Second page.") {
+		t.Errorf("document %+v", doc)
+	}
+
+	graphics := pdftest.New()
+	graphics.Page("0 0 m 100 100 l S")
+	tests := []struct {
+		name      string
+		data      []byte
+		want, pdf error
+		message   string
+	}{
+		{"not a PDF", []byte("plain words"), ErrCorrupt, pdf.ErrCorrupt, "no %PDF- header"},
+		{"scanned", graphics.Bytes(), ErrNoText, pdf.ErrNoText, "no extractable text (scanned PDF?)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Extract(context.Background(), MIMEPDF, tt.data)
+			if !errors.Is(err, tt.want) || !errors.Is(err, tt.pdf) || !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("Extract error = %v, want %v and %v saying %q", err, tt.want, tt.pdf, tt.message)
+			}
+		})
+	}
+}
+
+func TestCleanMessages(t *testing.T) {
+	if got := CleanMessage("bad \x00\xff\nname"); got != `bad \x00`+"\uFFFD name" {
+		t.Errorf("CleanMessage = %q", got)
+	}
+	_, err := DetectType(strings.Repeat("n\x00\xff", 2000)+".xyz", "", nil)
+	if !errors.Is(err, ErrUnsupported) || len(err.Error()) > 1024 || !utf8.ValidString(err.Error()) || strings.ContainsRune(err.Error(), 0) {
+		t.Errorf("DetectType error for a hostile name: %q", err)
+	}
+	_, err = Extract(context.Background(), MIMEPDF, []byte("%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages (\x00\xff\x1b) >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF"))
+	if !errors.Is(err, ErrCorrupt) || CleanMessage(err.Error()) != err.Error() {
+		t.Errorf("Extract error is not clean: %q", err)
+	}
+}
+
+func TestTextLimit(t *testing.T) {
+	text := []byte(strings.Repeat("words of text\n", 100))
+	if _, err := (Limits{MaxTextBytes: 1000}).Extract(context.Background(), MIMEText, text); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1000 bytes (the text limit)") {
+		t.Errorf("text over the limit: %v", err)
+	}
+	if _, err := (Limits{MaxTextBytes: 1000}).Extract(context.Background(), MIMEPDF, pdftest.Pages([]string{string(text[:1400])})); !errors.Is(err, ErrTooLarge) || !errors.Is(err, pdf.ErrTooLarge) {
+		t.Errorf("PDF text over the limit: %v", err)
+	}
+	if _, err := (Limits{}).Extract(context.Background(), MIMEText, text); err != nil {
+		t.Errorf("default limits: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package extract
+package pdf
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // pdfDir names a folder of real PDFs to compare against poppler's pdftotext:
 //
-//	go test ./docs/extract -run TestCompareWithPdftotext -pdfdir=DIR -v
+//	go test ./docs/extract/pdf -run TestCompareWithPdftotext -pdfdir=DIR -v
 //
 // It logs per document the mean over pages of the token F1 score (words
 // compared as bags, case-folded) and the extraction speed, and fails when a
@@ -56,7 +56,7 @@ func TestCompareWithPdftotext(t *testing.T) {
 		}
 		refPages := strings.Split(string(ref), "\f")
 		start := time.Now()
-		doc, err := Extract(context.Background(), MIMEPDF, data)
+		doc, err := Extract(context.Background(), data, Options{})
 		took := time.Since(start)
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(file), err)

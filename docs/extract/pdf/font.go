@@ -1,4 +1,4 @@
-package extract
+package pdf
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
+	lpdf "github.com/ledongthuc/pdf"
 	"golang.org/x/text/encoding/charmap"
 )
 
@@ -124,13 +124,13 @@ func bytesCode(s string) uint32 {
 // optional parts (a broken ToUnicode map, a missing width table) degrades the
 // result instead of failing: a font that cannot be read at all still advances
 // glyphs by an average width and yields no text for unmapped codes.
-func loadFont(fv pdf.Value) (f *pdfFont) {
+func loadFont(fv lpdf.Value) (f *pdfFont) {
 	f = &pdfFont{sizeScale: 1, defWidth: 1}
 	defer func() {
 		// The PDF package reports damaged objects by panicking.
 		_ = recover()
 	}()
-	if fv.Kind() != pdf.Dict {
+	if fv.Kind() != lpdf.Dict {
 		for c := range f.width {
 			f.width[c] = 0.5
 			f.text[c] = latin1Glyph(byte(c))
@@ -138,7 +138,7 @@ func loadFont(fv pdf.Value) (f *pdfFont) {
 		return f
 	}
 	var toUni *cmapTable
-	if tu := fv.Key("ToUnicode"); tu.Kind() == pdf.Stream {
+	if tu := fv.Key("ToUnicode"); tu.Kind() == lpdf.Stream {
 		data, _ := readStream(tu, maxCMapBytes)
 		toUni = parseCMap(data)
 	}
@@ -150,7 +150,7 @@ func loadFont(fv pdf.Value) (f *pdfFont) {
 	return f
 }
 
-func loadCompositeFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
+func loadCompositeFont(f *pdfFont, fv lpdf.Value, toUni *cmapTable) {
 	f.composite = true
 	f.toUnicode = toUni
 	f.glyphs = make(map[uint32]glyphInfo)
@@ -171,17 +171,17 @@ func loadCompositeFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
 		}
 	}
 	desc := fv.Key("DescendantFonts").Index(0)
-	if dw := desc.Key("DW"); dw.Kind() == pdf.Integer || dw.Kind() == pdf.Real {
+	if dw := desc.Key("DW"); dw.Kind() == lpdf.Integer || dw.Kind() == lpdf.Real {
 		f.defWidth = dw.Float64() / 1000
 	}
 	w := desc.Key("W")
 	for i := 0; i < w.Len(); {
 		first := w.Index(i)
-		if first.Kind() != pdf.Integer {
+		if first.Kind() != lpdf.Integer {
 			break
 		}
 		next := w.Index(i + 1)
-		if next.Kind() == pdf.Array {
+		if next.Kind() == lpdf.Array {
 			c := uint32(first.Int64())
 			for j := 0; j < next.Len() && len(f.cidWidths) < 1<<17; j++ {
 				f.cidWidths[c+uint32(j)] = next.Index(j).Float64() / 1000
@@ -201,7 +201,7 @@ func loadCompositeFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
 	}
 }
 
-func loadSimpleFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
+func loadSimpleFont(f *pdfFont, fv lpdf.Value, toUni *cmapTable) {
 	scale := 0.001
 	if fv.Key("Subtype").Name() == "Type3" {
 		if m := fv.Key("FontMatrix"); m.Len() == 6 {
@@ -219,7 +219,7 @@ func loadSimpleFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
 	// authoritative than the one before.
 	enc := fv.Key("Encoding")
 	base := enc.Name()
-	if enc.Kind() == pdf.Dict {
+	if enc.Kind() == lpdf.Dict {
 		base = enc.Key("BaseEncoding").Name()
 	}
 	for c := 0; c < 256; c++ {
@@ -228,7 +228,7 @@ func loadSimpleFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
 	if enc.IsNull() {
 		applyBuiltinSymbols(f, fv.Key("BaseFont").Name())
 	}
-	if enc.Kind() == pdf.Dict {
+	if enc.Kind() == lpdf.Dict {
 		applyDifferences(f, fv, enc.Key("Differences"))
 	}
 	if toUni != nil {
@@ -266,16 +266,16 @@ func loadSimpleFont(f *pdfFont, fv pdf.Value, toUni *cmapTable) {
 // through their glyph names. The PDF package knows the Adobe glyph list, so
 // its decoder is asked for each listed code; names it does not know are tried
 // as uniXXXX, uXXXX[XX] or a one-character name with a suffix (a.sc).
-func applyDifferences(f *pdfFont, fv pdf.Value, diffs pdf.Value) {
-	pf := pdf.Font{V: fv}
+func applyDifferences(f *pdfFont, fv lpdf.Value, diffs lpdf.Value) {
+	pf := lpdf.Font{V: fv}
 	dec := pf.Encoder()
 	code := -1
 	for i := 0; i < diffs.Len(); i++ {
 		x := diffs.Index(i)
 		switch x.Kind() {
-		case pdf.Integer:
+		case lpdf.Integer:
 			code = int(x.Int64())
-		case pdf.Name:
+		case lpdf.Name:
 			if code >= 0 && code < 256 {
 				raw := string([]byte{byte(code)})
 				t := dec.Decode(raw)
@@ -443,7 +443,7 @@ const maxCMapBytes = 8 << 20
 // readStream returns the decoded data of a stream, up to limit bytes. A
 // stream that breaks off (a truncated file, a damaged deflate stream) yields
 // what was decoded before the damage, with the error.
-func readStream(v pdf.Value, limit int64) (data []byte, err error) {
+func readStream(v lpdf.Value, limit int64) (data []byte, err error) {
 	defer func() {
 		// The PDF package panics on filters it does not implement.
 		if r := recover(); r != nil {

@@ -1,4 +1,4 @@
-package extract
+package pdf
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func pageText(t testing.TB, doc *Document, num int) string {
 
 func mustExtractPDF(t testing.TB, data []byte) *Document {
 	t.Helper()
-	doc, err := Extract(context.Background(), MIMEPDF, data)
+	doc, err := Extract(context.Background(), data, Options{})
 	if err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
@@ -334,7 +334,7 @@ func TestPDFErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := Extract(context.Background(), MIMEPDF, tt.data)
+			doc, err := Extract(context.Background(), tt.data, Options{})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Extract = %v, %v; want error %v", doc, err, tt.want)
 			}
@@ -368,13 +368,13 @@ func TestPDFHostileStructure(t *testing.T) {
 	}
 	for name, data := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Extract(context.Background(), MIMEPDF, data); !errors.Is(err, ErrCorrupt) {
+			if _, err := Extract(context.Background(), data, Options{}); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("Extract error = %v, want ErrCorrupt", err)
 			}
 		})
 	}
 	huge := regexp.MustCompile(`/Size \d+`).ReplaceAllString(string(multiPagePDF(t, false)), "/Size 99999999999")
-	if _, err := Extract(context.Background(), MIMEPDF, []byte(huge)); !errors.Is(err, ErrCorrupt) {
+	if _, err := Extract(context.Background(), []byte(huge), Options{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("huge /Size: error = %v, want ErrCorrupt", err)
 	}
 }
@@ -414,13 +414,13 @@ func TestPDFCancellation(t *testing.T) {
 	data := multiPagePDF(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Extract(ctx, MIMEPDF, data); !errors.Is(err, context.Canceled) {
+	if _, err := Extract(ctx, data, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: err = %v", err)
 	}
 	// Extract asks once before starting and once before each page; stop
 	// before the second page.
 	cc := &countingContext{Context: context.Background(), after: 2}
-	if doc, err := Extract(cc, MIMEPDF, data); !errors.Is(err, context.Canceled) {
+	if doc, err := Extract(cc, data, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled between pages: doc = %v, err = %v", doc, err)
 	}
 }

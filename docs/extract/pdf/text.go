@@ -1,4 +1,4 @@
-package extract
+package pdf
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
+	lpdf "github.com/ledongthuc/pdf"
 )
 
 // matrix is a PDF transformation matrix [a b c d e f].
@@ -41,13 +41,14 @@ func newGState() gstate {
 // pageInterp runs the text and state operators of a content stream and feeds
 // each glyph, with its position, to a textOut.
 type pageInterp struct {
-	ctx   context.Context
-	fonts *fontCache
-	out   *textOut
-	g     gstate
-	stack []gstate
-	ops   int
-	forms int
+	ctx     context.Context
+	fonts   *fontCache
+	streams *streamCache
+	out     *textOut
+	g       gstate
+	stack   []gstate
+	ops     int
+	forms   int
 }
 
 // maxGStateDepth bounds q nesting; deeper saves are ignored.
@@ -168,7 +169,7 @@ func (p *pageInterp) doForm(res *resources, name string, depth int) {
 	if depth >= maxFormDepth || p.forms >= maxFormsPerPage {
 		return
 	}
-	xo, data := res.form(name)
+	xo, data := res.form(name, p.streams)
 	if len(data) == 0 {
 		return
 	}
@@ -180,7 +181,7 @@ func (p *pageInterp) doForm(res *resources, name string, depth int) {
 		p.g.ctm = fm.mul(p.g.ctm)
 	}
 	sub := res
-	if r := xo.Key("Resources"); r.Kind() == pdf.Dict {
+	if r := xo.Key("Resources"); r.Kind() == lpdf.Dict {
 		sub = newResources(r)
 	}
 	p.run(data, sub, depth+1)
@@ -232,6 +233,9 @@ func (p *pageInterp) show(s string) {
 // previous line step (a paragraph or heading gap) or up the page (a new
 // column or block).
 type textOut struct {
+	// limit bounds len(buf); beyond it the page ends with tooLarge.
+	limit    int
+	tooLarge error
 	buf      []byte
 	has      bool
 	ex, ey   float64
@@ -327,6 +331,9 @@ func (o *textOut) glyph(text string, x0, y0, x1, y1, dirX, dirY, size float64) {
 }
 
 func (o *textOut) write(text string) {
+	if len(o.buf)+len(text) > o.limit {
+		panic(abortError{o.tooLarge})
+	}
 	for i := 0; i < len(text); i++ {
 		if text[i] == ' ' {
 			o.space()
