@@ -85,14 +85,23 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 
 // auditCheck reports where audit rows go. Rows waiting while the database
 // is down make the check "degraded", which does not fail readiness: calls
-// still work and the rows are kept.
+// still work and the rows are kept. A writer whose writes have failed for
+// longer than its stall bound while rows wait is "down": the audit promise
+// no longer holds, and a load balancer should take the replica out.
 func auditCheck(w *audit.Writer) check {
-	st := w.Stats()
-	c := check{Status: "ok", Detail: fmt.Sprintf("rows go to the %s; %d queued, %d written, %d dropped", w.Mode(), st.Queued, st.Written, st.Dropped)}
-	if w.Mode() == "log" {
+	st := w.Status()
+	c := check{Status: "ok", Detail: fmt.Sprintf("rows go to the %s; %d queued, %d written, %d dropped, %d refused by the database, %d sanitised",
+		st.Mode, st.Queued, st.Written, st.Dropped, st.Poisoned, st.Sanitised)}
+	if !st.LastWrite.IsZero() {
+		c.Detail += "; last write " + st.LastWrite.UTC().Format(time.RFC3339)
+	}
+	if st.Mode == "log" {
 		c.Detail = "no database: audit rows go to the log"
 	}
-	if st.LastErr != "" {
+	switch {
+	case st.Stalled:
+		c.Status, c.Error = "down", "audit writes have failed since "+st.FailingSince.UTC().Format(time.RFC3339)+": "+st.LastErr
+	case st.LastErr != "":
 		c.Status, c.Error = "degraded", st.LastErr
 	}
 	return c

@@ -81,6 +81,10 @@ func (s *Server) registerDeps() {
 				func() float64 { return float64(w.Stats().Written) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_retries_total", Help: "Failed audit batch writes, each retried."},
 				func() float64 { return float64(w.Stats().Retries) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_refused_total", Help: "Audit rows the database refused on their own, logged and not stored."},
+				func() float64 { return float64(w.Stats().Poisoned) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_audit_sanitised_total", Help: "Audit rows whose values were changed to be storable (NUL, invalid UTF-8, oversized)."},
+				func() float64 { return float64(w.Stats().Sanitised) }),
 		)
 	}
 	if il, ok := s.deps.Search.(instanceLister); ok {
