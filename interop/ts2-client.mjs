@@ -13,7 +13,8 @@
 //   node ts2-client.mjs --transport http --url ... --scenario cache-hints --conversation C --file-id ID
 //
 // Scenarios:
-//   session      discover, tools/list and every tool, resources/list and read
+//   session      discover, tools/list and every tool (and two failing calls),
+//                resources/list and read
 //   scoped       a key scoped to --conversation reaches nothing of --other-conversation
 //   ratelimited  --burst calls of web_search pass, the next one is RATE_LIMITED
 //   cache-hints  the ttlMs and cacheScope of tools/list, resources/list and resources/read
@@ -183,6 +184,12 @@ const scenarios = {
     if (opts.expectFirstURL) {
       check.equal(web.sc.results[0].url, opts.expectFirstURL, "web_search results[0].url");
     }
+
+    // Errors travel as results of the revision too, and the session outlives them.
+    const invalid = await call(client, details, "web_search", { query: opts.query, max_results: 1000 });
+    expectError(check, invalid, "web_search with max_results 1000", { code: "TOOL_ERROR", retryable: false, substrings: ["max_results"] });
+    const unknown = await rejects(check, "calling an unknown tool", () => call(client, details, "no_such_tool", {}));
+    check.ok(unknown.message.includes("no_such_tool"), `the error does not name the tool: ${unknown.message}`);
 
     const files = await callOK(check, client, details, "list_files", { conversation_id: opts.conversation });
     const file = files.sc.files?.find((f) => f.file_name === opts.fileName);
