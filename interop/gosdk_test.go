@@ -231,6 +231,11 @@ func TestGoSDK(t *testing.T) {
 				if init.ProtocolVersion == "" {
 					t.Errorf("no protocol version negotiated")
 				}
+				// The client asks for 2026-07-28 first; legacy SSE has no
+				// binding for it and must settle on the newest handshake.
+				if tc.transport == "sse" && init.ProtocolVersion != legacyRevision {
+					t.Errorf("negotiated %s over SSE, want %s", init.ProtocolVersion, legacyRevision)
+				}
 			})
 
 			t.Run("tools/list", func(t *testing.T) {
