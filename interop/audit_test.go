@@ -76,14 +76,17 @@ func auditConfig(t *testing.T, searxngURL, key string) config {
 }
 
 // dialHTTP connects the Go SDK's client over streamable HTTP with tg's
-// key. Unlike connectGo it leaves closing to the caller, because these
-// tests stop the server while the session is open.
+// key, in the handshake era (2025-11-25), whose calls belong to a session;
+// modern_test.go covers the audit of the stateless revision. Unlike
+// connectGo it leaves closing to the caller, because these tests stop the
+// server while the session is open.
 func dialHTTP(t *testing.T, tg target) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsearch-interop-go", Version: "1.0.0"}, nil)
-	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1, HTTPClient: tg.httpClient()}, nil)
+	client := mcp.NewClient(goClient, nil)
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1, HTTPClient: tg.httpClient()},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -158,6 +161,9 @@ func TestAuditEveryCall(t *testing.T) {
 		want[c.tool+" "+c.code]++
 	}
 	sessionID := s.ID()
+	if sessionID == "" {
+		t.Errorf("stateful streamable HTTP gave a %s client no session", legacyRevision)
+	}
 	if err := s.Close(); err != nil {
 		t.Errorf("close session: %v", err)
 	}
