@@ -29,9 +29,9 @@ const auditKeyName = "audit-client"
 
 // auditRow is the part of a chat_mcp_tool_calls row the tests check.
 type auditRow struct {
-	Tool, Code, Conversation, Transport, Session, Client, Key string
-	Args                                                      map[string]any
-	LatencyMS                                                 int
+	Tool, Code, Conversation, Transport, Session, Client, ClientVersion, Key string
+	Args                                                                     map[string]any
+	LatencyMS                                                                int
 }
 
 // readAudit returns every row of chat_mcp_tool_calls in the database at
@@ -46,7 +46,8 @@ func readAudit(t *testing.T, dbURL string) []auditRow {
 	}
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(ctx, `SELECT tool_name, coalesce(error_code, ''), coalesce(conversation_id, ''),
-		coalesce(transport, ''), coalesce(session_id, ''), coalesce(client_name, ''), coalesce(api_key_name, ''),
+		coalesce(transport, ''), coalesce(session_id, ''), coalesce(client_name, ''), coalesce(client_version, ''),
+		coalesce(api_key_name, ''),
 		coalesce(arguments, '{}'::jsonb), coalesce(latency_ms, -1)
 		FROM chat_mcp_tool_calls ORDER BY created_at, id`)
 	if err != nil {
@@ -54,7 +55,7 @@ func readAudit(t *testing.T, dbURL string) []auditRow {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
 		var a auditRow
-		err := r.Scan(&a.Tool, &a.Code, &a.Conversation, &a.Transport, &a.Session, &a.Client, &a.Key, &a.Args, &a.LatencyMS)
+		err := r.Scan(&a.Tool, &a.Code, &a.Conversation, &a.Transport, &a.Session, &a.Client, &a.ClientVersion, &a.Key, &a.Args, &a.LatencyMS)
 		return a, err
 	})
 	if err != nil {
@@ -75,14 +76,17 @@ func auditConfig(t *testing.T, searxngURL, key string) config {
 }
 
 // dialHTTP connects the Go SDK's client over streamable HTTP with tg's
-// key. Unlike connectGo it leaves closing to the caller, because these
-// tests stop the server while the session is open.
+// key, in the handshake era (2025-11-25), whose calls belong to a session;
+// modern_test.go covers the audit of the stateless revision. Unlike
+// connectGo it leaves closing to the caller, because these tests stop the
+// server while the session is open.
 func dialHTTP(t *testing.T, tg target) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsearch-interop-go", Version: "1.0.0"}, nil)
-	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1, HTTPClient: tg.httpClient()}, nil)
+	client := mcp.NewClient(goClient, nil)
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tg.url, MaxRetries: -1, HTTPClient: tg.httpClient()},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -157,6 +161,9 @@ func TestAuditEveryCall(t *testing.T) {
 		want[c.tool+" "+c.code]++
 	}
 	sessionID := s.ID()
+	if sessionID == "" {
+		t.Errorf("stateful streamable HTTP gave a %s client no session", legacyRevision)
+	}
 	if err := s.Close(); err != nil {
 		t.Errorf("close session: %v", err)
 	}

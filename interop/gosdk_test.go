@@ -57,10 +57,19 @@ type toolError struct {
 	RetryAfterMS *int64 `json:"retry_after_ms"`
 }
 
+// goClient is how the Go SDK's client names itself in most tests.
+var goClient = &mcp.Implementation{Name: "mcpsearch-interop-go", Version: "1.0.0"}
+
 // connectGo connects the Go SDK's client to tg. For stdio it starts the
 // binary itself and, at cleanup, checks that closing stdin ends it with
 // status 0.
 func connectGo(t *testing.T, tg target) *mcp.ClientSession {
+	t.Helper()
+	return connectGoAs(t, tg, goClient)
+}
+
+// connectGoAs is connectGo with a client that names itself impl.
+func connectGoAs(t *testing.T, tg target, impl *mcp.Implementation) *mcp.ClientSession {
 	t.Helper()
 	// The SSE transport ties its event stream to the context of Connect, so
 	// that context lives until the test ends; the timer only bounds the
@@ -69,7 +78,7 @@ func connectGo(t *testing.T, tg target) *mcp.ClientSession {
 	t.Cleanup(cancel)
 	handshake := time.AfterFunc(30*time.Second, cancel)
 	defer handshake.Stop()
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsearch-interop-go", Version: "1.0.0"}, nil)
+	client := mcp.NewClient(impl, nil)
 	var transport mcp.Transport
 	var cmd *exec.Cmd
 	stderr := &syncBuffer{}
@@ -221,6 +230,11 @@ func TestGoSDK(t *testing.T) {
 				}
 				if init.ProtocolVersion == "" {
 					t.Errorf("no protocol version negotiated")
+				}
+				// The client asks for 2026-07-28 first; legacy SSE has no
+				// binding for it and must settle on the newest handshake.
+				if tc.transport == "sse" && init.ProtocolVersion != legacyRevision {
+					t.Errorf("negotiated %s over SSE, want %s", init.ProtocolVersion, legacyRevision)
 				}
 			})
 

@@ -1,7 +1,9 @@
 // Package interop drives the real mcpsearch binary with MCP clients that
 // this project did not write: the official TypeScript SDK (ts-client.mjs),
-// the MCP Inspector CLI, LangChain's MCP adapters (langchain-client.mjs),
-// the official MCP conformance suite and the Go SDK's client. Every test
+// its v2 client package negotiating the stateless 2026-07-28 revision
+// (ts2-client.mjs), the MCP Inspector CLI, LangChain's MCP adapters
+// (langchain-client.mjs), the official MCP conformance suite and the Go
+// SDK's client, in the handshake era and in the stateless one. Every test
 // talks to the binary over its public surface only (stdio, legacy SSE,
 // streamable HTTP, the upload API, the CLI) and points it at the shared
 // fake SearXNG.

@@ -79,3 +79,42 @@ export async function closing(body, close) {
   }
   if (failure) throw failure;
 }
+
+// textBlocks returns the text of every text block of a tool result.
+export function textBlocks(result) {
+  return (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text);
+}
+
+// toolError parses the contract's error body out of an isError result.
+export function toolError(check, result, what) {
+  check.ok(result.isError === true, `${what}: want isError true, got result ${JSON.stringify(result).slice(0, 500)}`);
+  const texts = textBlocks(result);
+  check.ok(texts.length > 0, `${what}: error result has no text content`);
+  let body;
+  try {
+    body = JSON.parse(texts[0]);
+  } catch (e) {
+    throw new CheckError(`${what}: error text is not JSON: ${texts[0].slice(0, 300)}`);
+  }
+  const err = body?.error;
+  check.ok(err && typeof err === "object", `${what}: error text has no "error" object: ${texts[0].slice(0, 300)}`);
+  check.ok(typeof err.code === "string" && err.code !== "", `${what}: error.code missing in ${texts[0]}`);
+  check.ok(typeof err.message === "string" && err.message !== "", `${what}: error.message missing in ${texts[0]}`);
+  check.ok(typeof err.retryable === "boolean", `${what}: error.retryable is not a boolean in ${texts[0]}`);
+  return err;
+}
+
+// expectError checks the contract's error body of an isError result: its
+// code, retryable flag and words its message must contain.
+export function expectError(check, result, what, { code, retryable, substrings = [] }) {
+  const err = toolError(check, result, what);
+  check.equal(err.code, code, `${what}: error.code`);
+  if (retryable !== undefined) {
+    check.equal(err.retryable, retryable, `${what}: error.retryable (message: ${err.message})`);
+  }
+  for (const s of substrings) {
+    check.ok(err.message.toLowerCase().includes(s.toLowerCase()),
+      `${what}: error.message ${JSON.stringify(err.message)} does not mention ${JSON.stringify(s)}`);
+  }
+  return err;
+}

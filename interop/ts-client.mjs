@@ -25,7 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
-import { CheckError, closing, runMain } from "./scenario.mjs";
+import { CheckError, closing, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const TOOL = "web_search";
 const CALL_TIMEOUT_MS = 20000;
@@ -108,42 +108,6 @@ function newTransport(opts) {
     default:
       return new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } });
   }
-}
-
-function textBlocks(result) {
-  return (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text);
-}
-
-// toolError parses the contract's error body out of an isError result.
-function toolError(check, result, what) {
-  check.ok(result.isError === true, `${what}: want isError true, got result ${JSON.stringify(result).slice(0, 500)}`);
-  const texts = textBlocks(result);
-  check.ok(texts.length > 0, `${what}: error result has no text content`);
-  let body;
-  try {
-    body = JSON.parse(texts[0]);
-  } catch (e) {
-    throw new CheckError(`${what}: error text is not JSON: ${texts[0].slice(0, 300)}`);
-  }
-  const err = body?.error;
-  check.ok(err && typeof err === "object", `${what}: error text has no "error" object: ${texts[0].slice(0, 300)}`);
-  check.ok(typeof err.code === "string" && err.code !== "", `${what}: error.code missing in ${texts[0]}`);
-  check.ok(typeof err.message === "string" && err.message !== "", `${what}: error.message missing in ${texts[0]}`);
-  check.ok(typeof err.retryable === "boolean", `${what}: error.retryable is not a boolean in ${texts[0]}`);
-  return err;
-}
-
-function expectError(check, result, what, { code, retryable, substrings = [] }) {
-  const err = toolError(check, result, what);
-  check.equal(err.code, code, `${what}: error.code`);
-  if (retryable !== undefined) {
-    check.equal(err.retryable, retryable, `${what}: error.retryable (message: ${err.message})`);
-  }
-  for (const s of substrings) {
-    check.ok(err.message.toLowerCase().includes(s.toLowerCase()),
-      `${what}: error.message ${JSON.stringify(err.message)} does not mention ${JSON.stringify(s)}`);
-  }
-  return err;
 }
 
 function call(client, args) {
