@@ -172,10 +172,40 @@ type envelope struct {
 	Error *ToolError `json:"error"`
 }
 
-// errorResult renders a ToolError as the tool result MCP clients receive.
-func errorResult(te *ToolError) *mcp.CallToolResult {
+// errorBody is the text of an error result: the contract's JSON body.
+func errorBody(te *ToolError) string {
 	body, _ := json.Marshal(envelope{te})
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, IsError: true}
+	return string(body)
+}
+
+// statelessRevision is the first protocol revision without sessions, whose
+// results carry a resultType.
+const statelessRevision = "2026-07-28"
+
+// newErrorResult renders a ToolError as the tool result MCP clients receive,
+// for a call refused before the SDK handled it. Results of the 2026-07-28
+// revision must say "resultType": "complete"; the SDK sets that field only
+// on results it builds and offers no setter, so such a result is decoded
+// from its JSON form.
+func newErrorResult(req *mcp.CallToolRequest, te *ToolError) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: errorBody(te)}}, IsError: true}
+	if req == nil || req.ProtocolVersion() < statelessRevision {
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return res
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	var out mcp.CallToolResult
+	if b, err = json.Marshal(fields); err != nil || json.Unmarshal(b, &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // writeError answers an HTTP request with the contract's error body and

@@ -23,8 +23,17 @@ const maxMCPBody = 4 << 20
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if s.cfg.Serves("http") {
-		streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.serverFor("http", identityFrom(r.Context())) },
+		getServer := func(r *http.Request) *mcp.Server { return s.serverFor("http", identityFrom(r.Context())) }
+		var streamable http.Handler = mcp.NewStreamableHTTPHandler(getServer,
 			&mcp.StreamableHTTPOptions{Stateless: s.cfg.Stateless, Logger: s.log, MaxRequestBodyBytes: maxMCPBody})
+		if !s.cfg.Stateless {
+			// The SDK serves the 2026-07-28 revision only from a stateless
+			// handler; requests of that revision say so in their
+			// MCP-Protocol-Version header (the discover probe too), and
+			// clients of earlier revisions keep their sessions.
+			streamable = byProtocolEra(streamable, mcp.NewStreamableHTTPHandler(getServer,
+				&mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log, MaxRequestBodyBytes: maxMCPBody}))
+		}
 		mux.Handle("/mcp", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.rateLimitHeaders(streamable)))))
 	}
 	if s.cfg.Serves("sse") {
@@ -43,6 +52,18 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
 	return s.withRequestLog(s.checkHost(mux))
+}
+
+// byProtocolEra sends requests of the stateless revision to modern and the
+// rest to legacy. Revisions are dates, which compare as strings.
+func byProtocolEra(legacy, modern http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		legacy.ServeHTTP(w, r)
+	})
 }
 
 // ServeHTTP listens on the configured address until ctx is done, then

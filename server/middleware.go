@@ -41,7 +41,7 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 			if h := s.pendingHeaders(transport, ctr); h != nil {
 				h.set(c)
 			}
-			res, err := s.runCall(ctx, c, def, func(ctx context.Context) (mcp.Result, error) {
+			res, err := s.runCall(ctx, c, def, ctr, func(ctx context.Context) (mcp.Result, error) {
 				return next(ctx, method, req)
 			})
 			s.finish(ctx, c, err)
@@ -70,11 +70,11 @@ func (s *Server) newCall(transport string, id identity, req *mcp.CallToolRequest
 // runCall runs one call of a registered tool within its rate limit and
 // timeout. Every failure, whether the SDK refused the arguments or the tool
 // failed, ends as the contract's error result.
-func (s *Server) runCall(ctx context.Context, c *call, def toolDef, next func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.CallToolRequest, next func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	if ok, wait := s.limits.allow(c.Identity.name(), c.Tool, s.now()); !ok {
 		te := classify(ctx, &rateLimited{tool: c.Tool, wait: wait})
 		c.fail(te)
-		return errorResult(te), nil
+		return newErrorResult(req, te), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeoutFor(def))
 	defer cancel()
@@ -83,7 +83,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, next func(co
 		return res, err
 	}
 	ctr, ok := res.(*mcp.CallToolResult)
-	if !ok || !ctr.IsError {
+	if !ok || ctr == nil || !ctr.IsError {
 		return res, nil
 	}
 	o := c.outcome()
@@ -98,7 +98,10 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, next func(co
 		}
 		o.failure = te
 	}
-	return errorResult(o.failure), nil
+	// The SDK's result is kept, with what it set for the request's protocol
+	// revision; only its text becomes the contract's error body.
+	ctr.Content = []mcp.Content{&mcp.TextContent{Text: errorBody(o.failure)}}
+	return ctr, nil
 }
 
 // refusedArgs says why the SDK refused a call's arguments, in the tool's
@@ -225,24 +228,8 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 // 2026-07-28 revision sends it with every request) or else from the
 // session's initialize.
 func clientOf(req *mcp.CallToolRequest) clientInfo {
-	if ci, ok := metaClient(req.Params.GetMeta()); ok {
-		return ci
-	}
-	if ss := req.Session; ss != nil {
-		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-			return clientInfo{p.ClientInfo.Name, p.ClientInfo.Version}
-		}
+	if ci := req.ClientInfo(); ci != nil {
+		return clientInfo{ci.Name, ci.Version}
 	}
 	return clientInfo{}
-}
-
-// metaClient reads clientInfo from a request's _meta.
-func metaClient(meta map[string]any) (clientInfo, bool) {
-	m, ok := meta[mcp.MetaKeyClientInfo].(map[string]any)
-	if !ok {
-		return clientInfo{}, false
-	}
-	name, _ := m["name"].(string)
-	ver, _ := m["version"].(string)
-	return clientInfo{name, ver}, name != ""
 }

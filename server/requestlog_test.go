@@ -122,7 +122,9 @@ func TestRequestIDs(t *testing.T) {
 	// that carried it, and the session.
 	hc := &http.Client{Transport: bearer{fullKey, requestIDSetter{"call-7", http.DefaultTransport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		// A session of the handshake era: 2026-07-28 requests have none.
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

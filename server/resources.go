@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,6 +15,9 @@ import (
 
 // fileURITemplate names a ready file's extracted text as an MCP resource.
 const fileURITemplate = "mcpsearch://conversations/{conversation_id}/files/{file_id}"
+
+// fileTextTTL is the cache hint of a file's text.
+const fileTextTTL = time.Hour
 
 // maxListedResources bounds resources/list; clients reach any other file
 // through the template.
@@ -66,7 +70,10 @@ func (s *Server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 	if f.ConversationID != conv || !identityFrom(ctx).allows(conv) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+	// A file's text never changes once it is ready; it may be deleted, so
+	// the hint is an hour, for this caller only.
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}},
+		Cacheable: mcp.Cacheable{TTLMs: int(fileTextTTL.Milliseconds()), CacheScope: "private"}}, nil
 }
 
 // resourceListMiddleware answers resources/list from the database: files
@@ -93,7 +100,8 @@ func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListR
 	if err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
-	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files))}
+	// Files come and go with uploads: the list is not cached.
+	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files)), Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	for _, f := range files {
 		out.Resources = append(out.Resources, &mcp.Resource{
 			URI:         fileURI(f.ConversationID, f.ID),

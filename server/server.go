@@ -155,6 +155,7 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 		Instructions: "mcpsearch offers web search through the operator's SearXNG and search over documents uploaded to a conversation.",
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SetCacheable: setCacheable,
 	})
 	m.AddReceivingMiddleware(s.toolMiddleware(transport, id))
 	for _, d := range s.tools.defs {
@@ -165,6 +166,18 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 		s.addFileResources(m)
 	}
 	return m
+}
+
+// listTTL is how long clients may cache what changes only with the
+// server's configuration: the tool list, resource templates, discovery.
+const listTTL = 10 * time.Minute
+
+// setCacheable gives results the SDK builds their cache hints.
+func setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	switch req.(type) {
+	case *mcp.ListToolsRequest, *mcp.ListResourceTemplatesRequest, *mcp.ServerRequest[*mcp.DiscoverParams]:
+		c.TTLMs, c.CacheScope = int(listTTL.Milliseconds()), "public"
+	}
 }
 
 func (s *Server) docsOn() bool { return s.deps.Docs != nil && s.cfg.DocsEnabled }
