@@ -235,12 +235,15 @@ const scenarios = {
     const forbidden = [
       ["list_files", { conversation_id: opts.otherConversation }],
       ["search_docs", { query: "anything", conversation_id: opts.otherConversation }],
-      ["get_chunk", { chunk_id: opts.otherChunkID }],
     ];
     for (const [name, args] of forbidden) {
       const r = await call(client, details, name, args);
       expectError(check, r, `${name} outside the key's conversations`, { code: "AUTH_ERROR", retryable: false });
     }
+    // A chunk id reveals nothing across tenants: another conversation's
+    // chunk is answered like an unknown one.
+    const r = await call(client, details, "get_chunk", { chunk_id: opts.otherChunkID });
+    expectError(check, r, "get_chunk of another conversation", { code: "TOOL_ERROR", retryable: false, substrings: ["not found"] });
     const theirs = fileURI(opts.otherConversation, opts.otherFileID);
     const { resources } = await client.listResources();
     check.ok(!resources.some((r) => r.uri === theirs), `resources/list shows a file outside the key's conversations: ${theirs}`);

@@ -3,8 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync"
 	"time"
+	"weak"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // call is what the server knows of one tool call, decoded once and carried
@@ -126,4 +130,37 @@ func allowConversation(ctx context.Context, conv string) error {
 		return errForbiddenConversation
 	}
 	return nil
+}
+
+// connIDs names the connections the SDK gives no id of their own (stdio,
+// legacy SSE), so that every call's log line and audit row says which
+// connection made it. Entries go when their session is collected.
+type connIDs struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[mcp.ServerSession]]string
+}
+
+// of returns the id of ss: the SDK's session id where there is one, else
+// one made for the connection on its first call.
+func (c *connIDs) of(ss *mcp.ServerSession) string {
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	k := weak.Make(ss)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id, ok := c.m[k]; ok {
+		return id
+	}
+	if c.m == nil {
+		c.m = map[weak.Pointer[mcp.ServerSession]]string{}
+	}
+	id := "conn-" + newRequestID()
+	c.m[k] = id
+	runtime.AddCleanup(ss, func(k weak.Pointer[mcp.ServerSession]) {
+		c.mu.Lock()
+		delete(c.m, k)
+		c.mu.Unlock()
+	}, k)
+	return id
 }

@@ -62,7 +62,7 @@ func (s *Server) newCall(transport string, id identity, req *mcp.CallToolRequest
 		Args:      req.Params.Arguments,
 	}
 	if ss := req.Session; ss != nil {
-		c.Session = ss.ID()
+		c.Session = s.conns.of(ss)
 	}
 	return c
 }

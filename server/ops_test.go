@@ -303,18 +303,23 @@ func TestAuditRows(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, `SELECT transport, coalesce(error_code, 'ok'), arguments::text, coalesce(client_name, '') FROM chat_mcp_tool_calls ORDER BY created_at`)
+	rows, err := pool.Query(ctx, `SELECT transport, coalesce(error_code, 'ok'), arguments::text, coalesce(client_name, ''), coalesce(session_id, '') FROM chat_mcp_tool_calls ORDER BY created_at`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	got := map[string]int{}
+	sessions := map[string]map[string]bool{} // transport -> session ids
 	n := 0
 	for rows.Next() {
-		var transport, code, args, client string
-		if err := rows.Scan(&transport, &code, &args, &client); err != nil {
+		var transport, code, args, client, session string
+		if err := rows.Scan(&transport, &code, &args, &client, &session); err != nil {
 			t.Fatal(err)
 		}
+		if sessions[transport] == nil {
+			sessions[transport] = map[string]bool{}
+		}
+		sessions[transport][session] = true
 		n++
 		got[transport+" "+code]++
 		if strings.Contains(args, "sk-secret") {
@@ -326,6 +331,14 @@ func TestAuditRows(t *testing.T) {
 	}
 	if n != 9 {
 		t.Errorf("%d audit rows, want 9: %v", n, got)
+	}
+	// Every connection has an id, stdio and SSE included, and its three
+	// calls share it. Over streamable HTTP the client speaks the stateless
+	// revision, where each request stands alone.
+	for transport, ids := range sessions {
+		if ids[""] || (transport != "http" && len(ids) != 1) {
+			t.Errorf("%s calls have session ids %v, want one, not empty", transport, ids)
+		}
 	}
 	// The bucket is shared: after two calls it is empty for everyone.
 	if got["stdio ok"] != 1 || got["stdio TOOL_ERROR"] != 1 || got["http RATE_LIMITED"] != 3 || got["sse RATE_LIMITED"] != 3 {

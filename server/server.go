@@ -87,6 +87,8 @@ type Server struct {
 	// middleware reports back (X-RateLimit-* headers, REST results).
 	pending pendingCalls
 	restState
+	// conns names connections without a session id of their own.
+	conns connIDs
 
 	mu      sync.Mutex
 	servers map[serverKey]*mcp.Server
