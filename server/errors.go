@@ -212,6 +212,13 @@ func newErrorResult(req *mcp.CallToolRequest, te *ToolError) *mcp.CallToolResult
 // the status of the error's class.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	te := classify(r.Context(), err)
+	errorHeaders(w, te)
+	writeJSON(w, te.Status, envelope{te})
+}
+
+// errorHeaders sets the headers an error's class calls for: the key to
+// send, or when to call again.
+func errorHeaders(w http.ResponseWriter, te *ToolError) {
 	switch {
 	case te.Status == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
@@ -220,7 +227,6 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case te.Retryable && te.Status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "5")
 	}
-	writeJSON(w, te.Status, envelope{te})
 }
 
 func retryAfter(d time.Duration) int64 {

@@ -203,14 +203,7 @@ func (s *Server) restRateHeaders(w http.ResponseWriter, id identity, tool string
 // error's class (the same table as every other route).
 func writeRESTError(w http.ResponseWriter, r *http.Request, err error) {
 	te := classify(r.Context(), err)
-	switch {
-	case te.Status == http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
-	case te.RetryAfterMS > 0:
-		w.Header().Set("Retry-After", strconv.FormatInt((te.RetryAfterMS+999)/1000, 10))
-	case te.Retryable && te.Status == http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", "5")
-	}
+	errorHeaders(w, te)
 	retryable := te.Retryable
 	writeJSON(w, te.Status, restResult{Error: te.Message, ErrorType: te.Code, Retryable: &retryable, RetryAfterMS: te.RetryAfterMS})
 }
