@@ -347,7 +347,7 @@ func versionAtLeast(v string, major, minor int) bool {
 // (graph and filter) and may come back short; an exact scan of a few
 // thousand chunks found through the conversation's b-tree index is fast and
 // complete.
-const exactVectorChunks = 5000
+const exactVectorChunks = 2000
 
 // rankings returns the vector ranking (up to vectorDepth chunks, most
 // similar first; none for a depth of 0) of the conversation's chunks of
@@ -360,12 +360,21 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 	if vectorDepth > 0 && !exact {
 		settings++
 		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*vectorDepth))))
+		// At a depth of 50 or more the planner prices a sort of the
+		// whole conversation below the index scan, and is wrong by an
+		// order of magnitude on a large one.
+		settings++
+		b.Queue("SET LOCAL enable_seqscan = off")
 		if iterative {
 			// relaxed_order lets the index scan continue past ef_search
 			// until enough rows pass the conversation filter; results may
 			// come slightly out of order and are sorted below.
-			settings++
+			// A conversation just over exactVectorChunks in a
+			// database of millions of chunks passes the filter once in
+			// several hundred tuples: scan far enough to fill the list.
+			settings += 2
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
+			b.Queue("SET LOCAL hnsw.max_scan_tuples = 200000")
 		}
 	}
 	if vectorDepth > 0 {
