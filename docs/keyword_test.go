@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -188,5 +189,75 @@ func TestVectorTopKCompleteForSmallConversations(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestPassage(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 50}})
+	ctx := context.Background()
+	text := prose(500, 400)
+	f, err := s.Ingest(ctx, "passage", "a.txt", "", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, full, err := s.FileText(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT id::text FROM chunks WHERE file_id = $1 ORDER BY ordinal`, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 6 {
+		t.Fatalf("%d chunks; want at least 6", len(ids))
+	}
+	runes := []rune(full)
+	tests := []struct {
+		name                string
+		at, before, after   int
+		wantFirst, wantLast int
+	}{
+		{"alone", 3, 0, 0, 3, 3},
+		{"around", 3, 2, 1, 1, 4},
+		{"clipped at the start", 1, 5, 0, 0, 1},
+		{"clipped at the end", len(ids) - 2, 0, 5, len(ids) - 2, len(ids) - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := s.Passage(ctx, ids[tt.at], tt.before, tt.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := s.GetChunk(ctx, ids[tt.wantFirst])
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := s.GetChunk(ctx, ids[tt.wantLast])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.FirstChunkID != first.ID || p.LastChunkID != last.ID || len(p.ChunkIDs) != tt.wantLast-tt.wantFirst+1 {
+				t.Errorf("chunks %s..%s (%d); want %s..%s", p.FirstChunkID, p.LastChunkID, len(p.ChunkIDs), first.ID, last.ID)
+			}
+			if p.CharStart != first.CharStart || p.CharEnd != last.CharEnd || p.Content != string(runes[first.CharStart:last.CharEnd]) {
+				t.Errorf("passage [%d, %d) %q; want [%d, %d) of the file's text", p.CharStart, p.CharEnd, p.Content, first.CharStart, last.CharEnd)
+			}
+			if p.ConversationID != "passage" || p.FileID != f.ID {
+				t.Errorf("passage of %s in %s; want file %s in passage", p.FileID, p.ConversationID, f.ID)
+			}
+		})
+	}
+	for _, bad := range [][2]int{{-1, 0}, {0, MaxPassageNeighbours + 1}} {
+		if _, err := s.Passage(ctx, ids[0], bad[0], bad[1]); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Passage(before %d, after %d) = %v; want ErrInvalidArgument", bad[0], bad[1], err)
+		}
+	}
+	if _, err := s.Passage(ctx, "6f1c1e0a-9b1d-4c59-8a53-0d8d3f0b2f11", 1, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Passage(unknown) = %v; want ErrNotFound", err)
 	}
 }
