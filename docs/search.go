@@ -106,11 +106,11 @@ type candidate struct {
 //
 //   - Vector: the chunks nearest to the query embedding by cosine distance.
 //     A conversation of up to exactVectorChunks chunks is ranked exactly;
-//     a larger one from the model's HNSW index (hnsw.ef_search is twice the
-//     number of chunks fetched, at least 40; on pgvector 0.8 and later with
-//     iterative index scans, so the conversation filter cannot starve the
-//     result; on older pgvector an exact scan of the conversation when the
-//     index returns too few). Chunks with similarity below Threshold are
+//     a larger one from the model's HNSW index (on pgvector 0.8 and later
+//     with iterative index scans, hnsw.ef_search the number of chunks
+//     fetched, at least 40, so the conversation filter cannot starve the
+//     result; on older pgvector twice that, and an exact scan of the
+//     conversation when the index returns too few). Chunks with similarity below Threshold are
 //     dropped. Score is the similarity.
 //   - Keyword: chunks holding any of the query's words, after PostgreSQL's
 //     English text search normalisation (stemming, stop words), ranked by
@@ -359,7 +359,14 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 	settings := 0
 	if vectorDepth > 0 && !exact {
 		settings++
-		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*vectorDepth))))
+		// An iterative scan goes on past ef_search while too few rows
+		// passed the filter, so the list needs no more than its depth;
+		// without it, twice the depth leaves room for the filter.
+		ef := 2 * vectorDepth
+		if iterative {
+			ef = vectorDepth
+		}
+		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, ef))))
 		// At a depth of 50 or more the planner prices a sort of the
 		// whole conversation below the index scan, and is wrong by an
 		// order of magnitude on a large one.
