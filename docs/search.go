@@ -22,11 +22,16 @@ const (
 	MaxQueryRunes = 2000
 )
 
-// Ranking constants. BM25's k1 and b are the values that ranked best on the
-// project's evaluation sets; 60 is the customary reciprocal rank fusion k.
+// DefaultBM25K1 and DefaultBM25B are the BM25 parameters used unless
+// Options sets others; see the README's search quality section for how they
+// were chosen.
 const (
-	bm25K1 = 0.9
-	bm25B  = 0.4
+	DefaultBM25K1 = 0.9
+	DefaultBM25B  = 0.4
+)
+
+// Ranking constants: 60 is the customary reciprocal rank fusion k.
+const (
 	rrfK   = 60
 	// hybridDepth is the minimum depth of each list fused by Hybrid.
 	hybridDepth = 50
@@ -190,7 +195,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 		if err != nil {
 			return nil, err
 		}
-		kl = ix.top(terms, m.name, keywordDepth, bm25K1, bm25B)
+		kl = ix.top(terms, m.name, keywordDepth, s.opts.BM25K1, s.opts.BM25B)
 		ix.mu.RUnlock()
 	}
 	iterative, err := s.iterativeScan(ctx)
