@@ -32,7 +32,7 @@ const (
 
 // Ranking constants: 60 is the customary reciprocal rank fusion k.
 const (
-	rrfK   = 60
+	rrfK = 60
 	// hybridDepth is the minimum depth of each list fused by Hybrid.
 	hybridDepth = 50
 	// minEfSearch is pgvector's default hnsw.ef_search.
