@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"container/list"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -265,34 +267,28 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 // load appends the chunks of files to the index. The caller holds the write
 // lock.
 func (ix *convIndex) load(ctx context.Context, tx pgx.Tx, files []uuid.UUID) error {
-	// Lexemes and their counts come out of unnest in the same order.
+	// The tsvectors come in PostgreSQL's binary form, parsed here: the
+	// cheapest form to send and to read.
 	rows, err := tx.Query(ctx, `
-		SELECT c.id, c.embedding_model, t.lexemes, t.counts
-		FROM chunks c CROSS JOIN LATERAL (
-			SELECT array_agg(u.lexeme) AS lexemes, array_agg(cardinality(u.positions)) AS counts
-			FROM unnest(c.tsv) u
-		) t
-		WHERE c.file_id = ANY($1)
-		ORDER BY c.file_id, c.ordinal`, files)
+		SELECT id, embedding_model, tsv FROM chunks
+		WHERE file_id = ANY($1)
+		ORDER BY file_id, ordinal`,
+		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.TextFormatCode, pgx.BinaryFormatCode}, files)
 	if err != nil {
 		return dbError("docs: keyword index", err)
 	}
 	defer rows.Close()
 	var (
-		id      uuid.UUID
-		model   string
-		lexemes []string
-		counts  []int32
+		id    uuid.UUID
+		model string
 	)
 	for rows.Next() {
-		lexemes, counts = lexemes[:0], counts[:0]
-		if err := rows.Scan(&id, &model, &lexemes, &counts); err != nil {
+		if err := rows.Scan(&id, &model, nil); err != nil {
 			return dbError("docs: keyword index", err)
 		}
-		if len(lexemes) != len(counts) {
-			return fmt.Errorf("docs: keyword index: chunk %s: %d lexemes, %d counts", id, len(lexemes), len(counts))
+		if err := ix.add(id, model, rows.RawValues()[2]); err != nil {
+			return fmt.Errorf("docs: keyword index: chunk %s: %w", id, err)
 		}
-		ix.add(id, model, lexemes, counts)
 	}
 	if err := rows.Err(); err != nil {
 		return dbError("docs: keyword index", err)
@@ -300,8 +296,41 @@ func (ix *convIndex) load(ctx context.Context, tx pgx.Tx, files []uuid.UUID) err
 	return nil
 }
 
-// add appends one chunk. The caller holds the write lock.
-func (ix *convIndex) add(id uuid.UUID, model string, lexemes []string, counts []int32) {
+// parseTSVector calls fn with each lexeme of tsv, a tsvector in
+// PostgreSQL's binary form, and its number of positions (1 for a lexeme
+// stored without any). The binary form is a big-endian int32 count, then
+// per lexeme its UTF-8 text ended by a NUL byte, an int16 number of
+// positions and as many int16 positions. The lexeme passed to fn is only
+// valid during the call.
+func parseTSVector(tsv []byte, fn func(lexeme []byte, count int)) error {
+	if len(tsv) < 4 {
+		return errors.New("tsvector: too short")
+	}
+	n := int(binary.BigEndian.Uint32(tsv))
+	rest := tsv[4:]
+	for range n {
+		end := bytes.IndexByte(rest, 0)
+		if end < 0 || len(rest) < end+3 {
+			return errors.New("tsvector: truncated lexeme")
+		}
+		lex := rest[:end]
+		npos := int(binary.BigEndian.Uint16(rest[end+1:]))
+		rest = rest[end+3:]
+		if len(rest) < 2*npos {
+			return errors.New("tsvector: truncated positions")
+		}
+		rest = rest[2*npos:]
+		fn(lex, max(npos, 1))
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("tsvector: %d bytes after the last lexeme", len(rest))
+	}
+	return nil
+}
+
+// add appends one chunk, given its tsvector in binary form. The caller holds
+// the write lock.
+func (ix *convIndex) add(id uuid.UUID, model string, tsv []byte) error {
 	doc := int32(len(ix.ids))
 	m := -1
 	for i, name := range ix.models {
@@ -315,21 +344,26 @@ func (ix *convIndex) add(id uuid.UUID, model string, lexemes []string, counts []
 		m = len(ix.models) - 1
 	}
 	var length int32
-	for i, lex := range lexemes {
-		tf := counts[i]
-		length += tf
-		p := ix.terms[lex]
+	err := parseTSVector(tsv, func(lex []byte, tf int) {
+		length += int32(tf)
+		// The lookup with string(lex) does not allocate; a new term is
+		// copied so that it does not pin the row's buffer.
+		p := ix.terms[string(lex)]
 		if p == nil {
 			p = &postings{}
-			ix.terms[lex] = p
+			ix.terms[string(lex)] = p
 		}
 		p.docs = append(p.docs, doc)
 		p.tf = append(p.tf, uint16(min(tf, math.MaxUint16)))
+	})
+	if err != nil {
+		return err
 	}
 	ix.ids = append(ix.ids, id)
 	ix.doclen = append(ix.doclen, length)
 	ix.model = append(ix.model, uint16(m))
 	ix.totalLen += int64(length)
+	return nil
 }
 
 // memoryBytes estimates the index's memory. The caller holds a lock.

@@ -2,7 +2,9 @@ package docs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -186,6 +188,127 @@ func TestVectorTopKCompleteForSmallConversations(t *testing.T) {
 				if !got[id] {
 					t.Errorf("%s, top_k %d: exact neighbour %s missing", conv, k, id)
 				}
+			}
+		}
+	}
+}
+
+func TestPassage(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 50}})
+	ctx := context.Background()
+	text := prose(500, 400)
+	f, err := s.Ingest(ctx, "passage", "a.txt", "", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, full, err := s.FileText(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT id::text FROM chunks WHERE file_id = $1 ORDER BY ordinal`, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 6 {
+		t.Fatalf("%d chunks; want at least 6", len(ids))
+	}
+	runes := []rune(full)
+	tests := []struct {
+		name                string
+		at, before, after   int
+		wantFirst, wantLast int
+	}{
+		{"alone", 3, 0, 0, 3, 3},
+		{"around", 3, 2, 1, 1, 4},
+		{"clipped at the start", 1, 5, 0, 0, 1},
+		{"clipped at the end", len(ids) - 2, 0, 5, len(ids) - 2, len(ids) - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := s.Passage(ctx, ids[tt.at], tt.before, tt.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := s.GetChunk(ctx, ids[tt.wantFirst])
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := s.GetChunk(ctx, ids[tt.wantLast])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.FirstChunkID != first.ID || p.LastChunkID != last.ID || len(p.ChunkIDs) != tt.wantLast-tt.wantFirst+1 {
+				t.Errorf("chunks %s..%s (%d); want %s..%s", p.FirstChunkID, p.LastChunkID, len(p.ChunkIDs), first.ID, last.ID)
+			}
+			if p.CharStart != first.CharStart || p.CharEnd != last.CharEnd || p.Content != string(runes[first.CharStart:last.CharEnd]) {
+				t.Errorf("passage [%d, %d) %q; want [%d, %d) of the file's text", p.CharStart, p.CharEnd, p.Content, first.CharStart, last.CharEnd)
+			}
+			if p.ConversationID != "passage" || p.FileID != f.ID {
+				t.Errorf("passage of %s in %s; want file %s in passage", p.FileID, p.ConversationID, f.ID)
+			}
+		})
+	}
+	for _, bad := range [][2]int{{-1, 0}, {0, MaxPassageNeighbours + 1}} {
+		if _, err := s.Passage(ctx, ids[0], bad[0], bad[1]); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Passage(before %d, after %d) = %v; want ErrInvalidArgument", bad[0], bad[1], err)
+		}
+	}
+	if _, err := s.Passage(ctx, "6f1c1e0a-9b1d-4c59-8a53-0d8d3f0b2f11", 1, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Passage(unknown) = %v; want ErrNotFound", err)
+	}
+}
+
+// TestParseTSVector compares the parser with PostgreSQL's own reading of
+// tsvectors holding quotes, backslashes, weights and no positions.
+func TestParseTSVector(t *testing.T) {
+	t.Parallel()
+	pool := openPool(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	inputs := []string{
+		`'plain':1`,
+		`'it''s':1,3 'back\\slash':2 'weighted':4A,5B,6`,
+		`'nopos' 'x':1`,
+		`'ünïcödé':7 'a b':8`,
+		``,
+	}
+	for _, in := range inputs {
+		rows, err := pool.Query(ctx, `SELECT $1::tsvector`, pgx.QueryResultFormats{pgx.BinaryFormatCode}, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw []byte
+		for rows.Next() {
+			raw = slices.Clone(rows.RawValues()[0])
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows, err = pool.Query(ctx, `SELECT lexeme, greatest(cardinality(positions), 1) FROM unnest($1::tsvector)`, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{}
+		var lex string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&lex, &n}, func() error { want[lex] = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		if err := parseTSVector(raw, func(l []byte, c int) { got[string(l)] = c }); err != nil {
+			t.Fatalf("parse %q: %v", in, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("parse %q = %v; want %v", in, got, want)
+		}
+		// Every truncation is refused.
+		for cut := range len(raw) {
+			if err := parseTSVector(raw[:cut], func([]byte, int) {}); err == nil && cut < len(raw) && len(want) > 0 {
+				t.Errorf("parse of %q cut to %d of %d bytes succeeded", in, cut, len(raw))
 			}
 		}
 	}

@@ -22,12 +22,17 @@ const (
 	MaxQueryRunes = 2000
 )
 
-// Ranking constants. BM25's k1 and b are the values that ranked best on the
-// project's evaluation sets; 60 is the customary reciprocal rank fusion k.
+// DefaultBM25K1 and DefaultBM25B are the BM25 parameters used unless
+// Options sets others; see the README's search quality section for how they
+// were chosen.
 const (
-	bm25K1 = 0.9
-	bm25B  = 0.4
-	rrfK   = 60
+	DefaultBM25K1 = 0.9
+	DefaultBM25B  = 0.4
+)
+
+// Ranking constants: 60 is the customary reciprocal rank fusion k.
+const (
+	rrfK = 60
 	// hybridDepth is the minimum depth of each list fused by Hybrid.
 	hybridDepth = 50
 	// minEfSearch is pgvector's default hnsw.ef_search.
@@ -106,11 +111,11 @@ type candidate struct {
 //
 //   - Vector: the chunks nearest to the query embedding by cosine distance.
 //     A conversation of up to exactVectorChunks chunks is ranked exactly;
-//     a larger one from the model's HNSW index (hnsw.ef_search is twice the
-//     number of chunks fetched, at least 40; on pgvector 0.8 and later with
-//     iterative index scans, so the conversation filter cannot starve the
-//     result; on older pgvector an exact scan of the conversation when the
-//     index returns too few). Chunks with similarity below Threshold are
+//     a larger one from the model's HNSW index (on pgvector 0.8 and later
+//     with iterative index scans, hnsw.ef_search the number of chunks
+//     fetched, at least 40, so the conversation filter cannot starve the
+//     result; on older pgvector twice that, and an exact scan of the
+//     conversation when the index returns too few). Chunks with similarity below Threshold are
 //     dropped. Score is the similarity.
 //   - Keyword: chunks holding any of the query's words, after PostgreSQL's
 //     English text search normalisation (stemming, stop words), ranked by
@@ -190,7 +195,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 		if err != nil {
 			return nil, err
 		}
-		kl = ix.top(terms, m.name, keywordDepth, bm25K1, bm25B)
+		kl = ix.top(terms, m.name, keywordDepth, s.opts.BM25K1, s.opts.BM25B)
 		ix.mu.RUnlock()
 	}
 	iterative, err := s.iterativeScan(ctx)
@@ -347,7 +352,7 @@ func versionAtLeast(v string, major, minor int) bool {
 // (graph and filter) and may come back short; an exact scan of a few
 // thousand chunks found through the conversation's b-tree index is fast and
 // complete.
-const exactVectorChunks = 5000
+const exactVectorChunks = 2000
 
 // rankings returns the vector ranking (up to vectorDepth chunks, most
 // similar first; none for a depth of 0) of the conversation's chunks of
@@ -359,13 +364,29 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 	settings := 0
 	if vectorDepth > 0 && !exact {
 		settings++
-		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, 2*vectorDepth))))
+		// An iterative scan goes on past ef_search while too few rows
+		// passed the filter, so the list needs no more than its depth;
+		// without it, twice the depth leaves room for the filter.
+		ef := 2 * vectorDepth
+		if iterative {
+			ef = vectorDepth
+		}
+		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, ef))))
+		// At a depth of 50 or more the planner prices a sort of the
+		// whole conversation below the index scan, and is wrong by an
+		// order of magnitude on a large one.
+		settings++
+		b.Queue("SET LOCAL enable_seqscan = off")
 		if iterative {
 			// relaxed_order lets the index scan continue past ef_search
 			// until enough rows pass the conversation filter; results may
 			// come slightly out of order and are sorted below.
-			settings++
+			// A conversation just over exactVectorChunks in a
+			// database of millions of chunks passes the filter once in
+			// several hundred tuples: scan far enough to fill the list.
+			settings += 2
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
+			b.Queue("SET LOCAL hnsw.max_scan_tuples = 200000")
 		}
 	}
 	if vectorDepth > 0 {

@@ -657,7 +657,7 @@ func checkBM25(t *testing.T, s *testStore, conv string, queries []string) {
 				continue
 			}
 			idf := math.Log(1 + (float64(len(tf))-float64(df[q])+0.5)/(float64(df[q])+0.5))
-			score += float64(qtf) * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(dl)/avgdl))
+			score += float64(qtf) * idf * f * (DefaultBM25K1 + 1) / (f + DefaultBM25K1*(1-DefaultBM25B+DefaultBM25B*float64(dl)/avgdl))
 		}
 		return score
 	}

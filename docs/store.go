@@ -42,6 +42,10 @@ type Options struct {
 	// indexes (about 420 bytes per chunk of 1,000 characters); zero means
 	// DefaultKeywordCacheBytes.
 	KeywordCacheBytes int64
+	// BM25K1 and BM25B are Okapi BM25's term frequency saturation (0..10)
+	// and length normalisation (0..1) in Keyword and Hybrid search; zero
+	// means DefaultBM25K1 and DefaultBM25B. Set both to tune them.
+	BM25K1, BM25B float64
 }
 
 // MaxVectorWeight bounds Options.VectorWeight: beyond it the keyword ranking
@@ -98,6 +102,12 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BM25K1 < 0 || opts.BM25K1 > 10 || opts.BM25B < 0 || opts.BM25B > 1 {
+		return nil, fmt.Errorf("docs: new store: BM25 k1 %g must be within 0..10 and b %g within 0..1", opts.BM25K1, opts.BM25B)
+	}
+	if opts.BM25K1 == 0 && opts.BM25B == 0 {
+		opts.BM25K1, opts.BM25B = DefaultBM25K1, DefaultBM25B
 	}
 	if opts.KeywordCacheBytes <= 0 {
 		opts.KeywordCacheBytes = DefaultKeywordCacheBytes

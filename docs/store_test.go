@@ -703,6 +703,8 @@ func TestNewRejectsBadSettings(t *testing.T) {
 		{"zero dimensions", pool, wordEmbedder{model: "m", dims: 0}, Options{}},
 		{"negative vector weight", pool, local, Options{VectorWeight: -1}},
 		{"vector weight too large", pool, local, Options{VectorWeight: MaxVectorWeight + 1}},
+		{"negative k1", pool, local, Options{BM25K1: -1, BM25B: 0.5}},
+		{"b above 1", pool, local, Options{BM25K1: 1.2, BM25B: 1.5}},
 	}
 	for _, tt := range stores {
 		if _, err := NewStore(tt.pool, tt.emb, tt.opts); err == nil {

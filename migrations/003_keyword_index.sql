@@ -18,3 +18,8 @@ CREATE SEQUENCE conversation_generation_seq;
 ALTER TABLE conversation_stats
 	DROP COLUMN total_tokens,
 	ADD COLUMN generation bigint NOT NULL DEFAULT nextval('conversation_generation_seq');
+
+-- Vector ranking reads every embedding of a small conversation. Kept in the
+-- row (compressed if need be) rather than moved to TOAST, an embedding costs
+-- no extra lookups; the content and the tsv are moved out first.
+ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN;

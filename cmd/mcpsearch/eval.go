@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -19,12 +22,13 @@ import (
 const evalSuffix = ".txt"
 
 func runEval(ctx context.Context, env *environment, args []string) error {
-	var dir, modes string
+	var dir, modes, runFile string
 	var keep bool
 	cfg, _, err := loadConfig(env, "eval", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&dir, "dataset", "", "folder of a BEIR dataset: corpus.jsonl, queries.jsonl, qrels/test.tsv (required)")
 		fs.StringVar(&modes, "modes", "hybrid,vector,keyword", "search modes to measure")
 		fs.BoolVar(&keep, "keep", false, "keep the scratch conversation instead of deleting it")
+		fs.StringVar(&runFile, "run", "", "write the ranked lists to this file in TREC run format")
 	})
 	if err != nil {
 		return err
@@ -73,10 +77,33 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
 		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels), st.Embedder().Model(), cfg.HybridVectorWeight())
+	var run io.Writer
+	if runFile != "" {
+		f, err := os.Create(runFile)
+		if err != nil {
+			return fmt.Errorf("--run: %w", err)
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		run = bw
+	}
 	var results []eval.Result
+	truncated := map[string]bool{}
 	for _, mode := range ms {
 		search := func(ctx context.Context, query string, k int) ([]string, error) {
-			hits, err := st.Search(ctx, docs.Query{Text: query, ConversationID: conv, TopK: 50, Threshold: 0, Mode: mode})
+			// A judged query over the limit is cut to it rather than
+			// dropped, and counted.
+			if r := []rune(query); len(r) > docs.MaxQueryRunes {
+				truncated[query] = true
+				query = string(r[:docs.MaxQueryRunes])
+			}
+			// Several chunks of one document share its rank: ask for
+			// more chunks than documents.
+			hits, err := st.Rank(ctx, docs.Query{Text: query, ConversationID: conv, Threshold: 0, Mode: mode}, min(docs.MaxRankDepth, 4*k))
+			if errors.Is(err, docs.ErrInvalidArgument) || errors.Is(err, docs.ErrEmptyQuery) {
+				return nil, fmt.Errorf("%w: %w", eval.ErrSkipQuery, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -95,13 +122,19 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 			}
 			return ids, nil
 		}
-		r, err := eval.Evaluate(ctx, ds, string(mode), search)
+		r, err := eval.EvaluateRun(ctx, ds, string(mode), search, run)
 		if err != nil {
 			return fmt.Errorf("evaluate %s: %w", mode, err)
 		}
 		results = append(results, r)
 	}
-	return eval.WriteTable(env.stdout, results)
+	if err := eval.WriteTable(env.stdout, results); err != nil {
+		return err
+	}
+	if len(truncated) > 0 {
+		fmt.Fprintf(env.stdout, "%d queries longer than %d characters were cut to that length\n", len(truncated), docs.MaxQueryRunes)
+	}
+	return nil
 }
 
 func ingestCorpus(ctx context.Context, in *docs.Ingester, conv string, ds *eval.Dataset, workers int) error {

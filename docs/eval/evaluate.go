@@ -12,12 +12,20 @@ import (
 	"time"
 )
 
-// K is the cut-off of every metric Evaluate reports and the k it passes to
-// the Searcher.
-const K = 10
+// K is the cut-off of nDCG, Recall and MRR; Depth is the cut-off of the
+// deep recall, and the k Evaluate passes to the Searcher.
+const (
+	K     = 10
+	Depth = 100
+)
 
 // ErrNoQueries is returned by Evaluate when the dataset has no judged query.
 var ErrNoQueries = errors.New("eval: dataset has no query with a relevant document")
+
+// ErrSkipQuery, wrapped in a Searcher's error, skips that query: it is
+// counted in Result.Skipped and left out of the averages, and the run goes
+// on. A searcher returns it for a query the system refuses as invalid.
+var ErrSkipQuery = errors.New("eval: query skipped")
 
 // Searcher runs one query and returns up to k document IDs (Doc.ID), best
 // first. A searcher over chunks should map chunks to their documents and
@@ -29,23 +37,36 @@ type Result struct {
 	// Mode names what was measured, such as "keyword", "vector" or "hybrid".
 	Mode string
 	// NDCG10, Recall10 and MRR10 are the means over queries of NDCG,
-	// Recall and MRR at 10.
-	NDCG10, Recall10, MRR10 float64
+	// Recall and MRR at 10; Recall100 is the mean recall at Depth.
+	NDCG10, Recall10, MRR10, Recall100 float64
 	// Queries is the number of queries evaluated.
 	Queries int
+	// Skipped is the number of judged queries the Searcher skipped.
+	Skipped int
 	// P50 and P99 are latency percentiles of one search call (nearest-rank).
 	P50, P99 time.Duration
 }
 
-// Evaluate runs every judged query of ds through search with k = K, one at a
-// time so that latencies are not disturbed by each other, and averages the
-// metrics over queries. Repeated IDs in an answer are dropped before scoring
-// (the first occurrence counts) and only the first K IDs are scored. It stops
-// at the first search error or when ctx is done.
+// Evaluate runs every judged query of ds through search with k = Depth, one
+// at a time so that latencies are not disturbed by each other, and averages
+// the metrics over queries. Repeated IDs in an answer are dropped before
+// scoring (the first occurrence counts); the first K IDs are scored for
+// nDCG, Recall and MRR, the first Depth for Recall100. A query whose search
+// fails with ErrSkipQuery is counted and skipped; any other search error
+// stops the run, as does the end of ctx.
 func Evaluate(ctx context.Context, ds *Dataset, mode string, search Searcher) (Result, error) {
+	return EvaluateRun(ctx, ds, mode, search, nil)
+}
+
+// EvaluateRun is Evaluate that also writes every ranked list to run, when
+// not nil, in TREC run format ("qid Q0 docid rank score tag", the tag being
+// mode and the score descending with the rank), for scoring with other
+// tools.
+func EvaluateRun(ctx context.Context, ds *Dataset, mode string, search Searcher, run io.Writer) (Result, error) {
 	res := Result{Mode: mode}
 	lat := make([]time.Duration, 0, len(ds.Queries))
-	var ndcg, recall, mrr float64
+	var ndcg, recall, mrr, recall100 float64
+	tag := strings.Join(strings.Fields(mode), "_")
 	for _, q := range ds.Queries {
 		rel := ds.Qrels[q.ID]
 		if !judgedRelevant(rel) {
@@ -55,22 +76,35 @@ func Evaluate(ctx context.Context, ds *Dataset, mode string, search Searcher) (R
 			return res, fmt.Errorf("eval %s: %w", mode, err)
 		}
 		start := time.Now()
-		ids, err := search(ctx, q.Text, K)
-		lat = append(lat, time.Since(start))
+		ids, err := search(ctx, q.Text, Depth)
+		took := time.Since(start)
+		if errors.Is(err, ErrSkipQuery) {
+			res.Skipped++
+			continue
+		}
 		if err != nil {
 			return res, fmt.Errorf("eval %s: query %s: %w", mode, q.ID, err)
 		}
-		ids = distinct(ids, K)
+		lat = append(lat, took)
+		ids = distinct(ids, Depth)
 		ndcg += NDCG(ids, rel, K)
 		recall += Recall(ids, rel, K)
 		mrr += MRR(ids, rel, K)
+		recall100 += Recall(ids, rel, Depth)
+		if run != nil {
+			for i, id := range ids {
+				if _, err := fmt.Fprintf(run, "%s Q0 %s %d %d %s\n", q.ID, id, i+1, len(ids)-i, tag); err != nil {
+					return res, fmt.Errorf("eval %s: write run: %w", mode, err)
+				}
+			}
+		}
 	}
 	if len(lat) == 0 {
 		return res, ErrNoQueries
 	}
 	n := float64(len(lat))
 	res.Queries = len(lat)
-	res.NDCG10, res.Recall10, res.MRR10 = ndcg/n, recall/n, mrr/n
+	res.NDCG10, res.Recall10, res.MRR10, res.Recall100 = ndcg/n, recall/n, mrr/n, recall100/n
 	slices.Sort(lat)
 	res.P50, res.P99 = percentile(lat, 50), percentile(lat, 99)
 	return res, nil
@@ -101,9 +135,10 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // WriteTable writes results as an aligned table that is also a Markdown
-// table: mode, nDCG@10, Recall@10, MRR@10, p50, p99 and queries.
+// table: mode, nDCG@10, Recall@10, MRR@10, Recall@100, p50, p99, queries
+// and skipped queries.
 func WriteTable(w io.Writer, results []Result) error {
-	head := []string{"mode", "nDCG@10", "Recall@10", "MRR@10", "p50", "p99", "queries"}
+	head := []string{"mode", "nDCG@10", "Recall@10", "MRR@10", "Recall@100", "p50", "p99", "queries", "skipped"}
 	rows := [][]string{head}
 	for _, r := range results {
 		rows = append(rows, []string{
@@ -111,9 +146,11 @@ func WriteTable(w io.Writer, results []Result) error {
 			strconv.FormatFloat(r.NDCG10, 'f', 4, 64),
 			strconv.FormatFloat(r.Recall10, 'f', 4, 64),
 			strconv.FormatFloat(r.MRR10, 'f', 4, 64),
+			strconv.FormatFloat(r.Recall100, 'f', 4, 64),
 			formatLatency(r.P50),
 			formatLatency(r.P99),
 			strconv.Itoa(r.Queries),
+			strconv.Itoa(r.Skipped),
 		})
 	}
 	width := make([]int, len(head))

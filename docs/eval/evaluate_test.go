@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -92,8 +93,8 @@ func TestEvaluate(t *testing.T) {
 			if res.Mode != "fake" || res.Queries != 3 {
 				t.Errorf("mode %q, %d queries; want fake, 3", res.Mode, res.Queries)
 			}
-			if !slices.Equal(a.seen, []string{"one", "two", "three"}) || slices.ContainsFunc(a.ks, func(k int) bool { return k != K }) {
-				t.Errorf("searched %q with k %v; want the judged queries with k %d", a.seen, a.ks, K)
+			if !slices.Equal(a.seen, []string{"one", "two", "three"}) || slices.ContainsFunc(a.ks, func(k int) bool { return k != Depth }) {
+				t.Errorf("searched %q with k %v; want the judged queries with k %d", a.seen, a.ks, Depth)
 			}
 			for _, m := range []struct {
 				name      string
@@ -178,18 +179,18 @@ func TestPercentile(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	results := []Result{
-		{Mode: "keyword", NDCG10: 0.61234, Recall10: 0.745, MRR10: 0.58214, Queries: 28, P50: 1234 * time.Microsecond, P99: 45 * time.Millisecond},
-		{Mode: "hybrid-rrf", NDCG10: 1, Recall10: 1, MRR10: 1, Queries: 300, P50: 850 * time.Microsecond, P99: 1250 * time.Millisecond},
+		{Mode: "keyword", NDCG10: 0.61234, Recall10: 0.745, MRR10: 0.58214, Recall100: 0.9, Queries: 28, Skipped: 2, P50: 1234 * time.Microsecond, P99: 45 * time.Millisecond},
+		{Mode: "hybrid-rrf", NDCG10: 1, Recall10: 1, MRR10: 1, Recall100: 1, Queries: 300, P50: 850 * time.Microsecond, P99: 1250 * time.Millisecond},
 	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, results); err != nil {
 		t.Fatal(err)
 	}
 	want := "" +
-		"| mode       | nDCG@10 | Recall@10 | MRR@10 |    p50 |    p99 | queries |\n" +
-		"|------------|--------:|----------:|-------:|-------:|-------:|--------:|\n" +
-		"| keyword    |  0.6123 |    0.7450 | 0.5821 | 1.23ms | 45.0ms |      28 |\n" +
-		"| hybrid-rrf |  1.0000 |    1.0000 | 1.0000 |  850µs |  1.25s |     300 |\n"
+		"| mode       | nDCG@10 | Recall@10 | MRR@10 | Recall@100 |    p50 |    p99 | queries | skipped |\n" +
+		"|------------|--------:|----------:|-------:|-----------:|-------:|-------:|--------:|--------:|\n" +
+		"| keyword    |  0.6123 |    0.7450 | 0.5821 |     0.9000 | 1.23ms | 45.0ms |      28 |       2 |\n" +
+		"| hybrid-rrf |  1.0000 |    1.0000 | 1.0000 |     1.0000 |  850µs |  1.25s |     300 |       0 |\n"
 	if buf.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
 	}
@@ -212,3 +213,33 @@ func TestWriteTable(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestEvaluateSkipsAndWritesARun(t *testing.T) {
+	search := func(_ context.Context, q string, _ int) ([]string, error) {
+		switch q {
+		case "two":
+			return nil, fmt.Errorf("query too long: %w", ErrSkipQuery)
+		case "one":
+			return []string{"b", "a", "b", "c"}, nil
+		}
+		return []string{"d"}, nil
+	}
+	var run bytes.Buffer
+	res, err := EvaluateRun(context.Background(), smallDataset(), "hybrid search", search, &run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queries != 2 || res.Skipped != 1 {
+		t.Errorf("%d queries, %d skipped; want 2 and 1", res.Queries, res.Skipped)
+	}
+	if res.Recall100 != 1 || res.Recall10 != 1 {
+		t.Errorf("recall@10 %v, recall@100 %v; want 1 and 1", res.Recall10, res.Recall100)
+	}
+	want := "q1 Q0 b 1 3 hybrid_search\n" +
+		"q1 Q0 a 2 2 hybrid_search\n" +
+		"q1 Q0 c 3 1 hybrid_search\n" +
+		"q3 Q0 d 1 1 hybrid_search\n"
+	if run.String() != want {
+		t.Errorf("run:\n%s\nwant:\n%s", run.String(), want)
+	}
+}

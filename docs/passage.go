@@ -1,0 +1,104 @@
+package docs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxPassageNeighbours bounds how many chunks Passage adds on each side of
+// the one asked for.
+const MaxPassageNeighbours = 5
+
+// Passage is a chunk read together with its neighbours in the file, as one
+// text.
+type Passage struct {
+	FileID         string
+	FileName       string
+	ConversationID string
+	// Content is the chunks' text merged in order, each overlap with the
+	// previous chunk given once.
+	Content string
+	// FirstChunkID and LastChunkID are the first and last chunk merged;
+	// ChunkIDs lists them all, in order.
+	FirstChunkID string
+	LastChunkID  string
+	ChunkIDs     []string
+	// CharStart and CharEnd are Content's rune offsets in the file's
+	// extracted text.
+	CharStart int
+	CharEnd   int
+	// PageStart and PageEnd are the PDF pages the passage starts and ends
+	// on: the first chunk's page and the last chunk's; 0 for formats
+	// without pages.
+	PageStart int
+	PageEnd   int
+}
+
+// Passage returns the chunk chunkID with up to before chunks preceding it
+// and after chunks following it in its file (each 0..MaxPassageNeighbours),
+// merged into one text. Errors wrap ErrInvalidID, ErrNotFound or
+// ErrInvalidArgument.
+func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) (Passage, error) {
+	id, err := parseID("chunk", chunkID)
+	if err != nil {
+		return Passage{}, err
+	}
+	if before < 0 || before > MaxPassageNeighbours || after < 0 || after > MaxPassageNeighbours {
+		return Passage{}, fmt.Errorf("docs: passage: %w: before and after must be 0 to %d", ErrInvalidArgument, MaxPassageNeighbours)
+	}
+	// The neighbours' places, then the text they span, cut from the
+	// file's extracted text by their rune offsets (substr counts
+	// characters), so overlaps appear once.
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id,
+		       c.page_number, c.char_start, c.char_end
+		FROM chunks h
+		JOIN chunks c ON c.file_id = h.file_id AND c.ordinal BETWEEN h.ordinal - $2 AND h.ordinal + $3
+		JOIN files f ON f.id = c.file_id
+		WHERE h.id = $1
+		ORDER BY c.ordinal`, id, before, after)
+	if err != nil {
+		return Passage{}, dbError("docs: passage", err)
+	}
+	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
+		var c Chunk
+		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.CharStart, &c.CharEnd)
+		return c, err
+	})
+	if err != nil {
+		return Passage{}, dbError("docs: passage", err)
+	}
+	if len(chunks) == 0 {
+		return Passage{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
+	}
+	first, last := chunks[0], chunks[len(chunks)-1]
+	p := Passage{
+		FileID:         first.FileID,
+		FileName:       first.FileName,
+		ConversationID: first.ConversationID,
+		FirstChunkID:   first.ID,
+		LastChunkID:    last.ID,
+		CharStart:      first.CharStart,
+		CharEnd:        first.CharEnd,
+		PageStart:      first.PageNumber,
+		PageEnd:        last.PageNumber,
+	}
+	for _, c := range chunks {
+		p.ChunkIDs = append(p.ChunkIDs, c.ID)
+		p.CharEnd = max(p.CharEnd, c.CharEnd)
+	}
+	var text *string
+	err = s.pool.QueryRow(ctx, `SELECT substr(extracted_text, $2 + 1, $3 - $2) FROM files WHERE id = $1`,
+		p.FileID, p.CharStart, p.CharEnd).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
+		return Passage{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Passage{}, dbError("docs: passage", err)
+	}
+	p.Content = *text
+	return p, nil
+}
