@@ -62,6 +62,9 @@ type FileInfo struct {
 // GetChunkInput is the get_chunk tool's arguments.
 type GetChunkInput struct {
 	ChunkID string `json:"chunk_id" jsonschema:"a chunk_id returned by search_docs"`
+	// Before and After read around a hit in one call.
+	Before int `json:"before,omitempty" jsonschema:"how many chunks before this one to include, 0 to 5 (default 0): the passage comes back as one text, overlaps given once"`
+	After  int `json:"after,omitempty" jsonschema:"how many chunks after this one to include, 0 to 5 (default 0)"`
 }
 
 // GetChunkOutput is the get_chunk tool's structured result.
@@ -69,6 +72,9 @@ type GetChunkOutput struct {
 	ChunkID  string        `json:"chunk_id"`
 	Content  string        `json:"content"`
 	Metadata ChunkMetadata `json:"metadata"`
+	// ChunkIDs lists the chunks merged into content when before or after
+	// asked for neighbours, in order.
+	ChunkIDs []string `json:"chunk_ids,omitempty"`
 }
 
 // ChunkMetadata locates a chunk in its file.
@@ -144,6 +150,10 @@ func searchDocsSchema(_ *Server, sc *jsonschema.Schema) {
 func getChunkSchema(_ *Server, sc *jsonschema.Schema) {
 	p := prop(sc, "chunk_id")
 	p.MinLength, p.MaxLength = ptr(1), ptr(maxIDLen)
+	for _, name := range []string{"before", "after"} {
+		n := prop(sc, name)
+		n.Minimum, n.Maximum = ptr(0.0), ptr(float64(docs.MaxPassageNeighbours))
+	}
 }
 
 func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
@@ -200,6 +210,9 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 	// Another tenant's chunk is answered exactly like an unknown one, so
 	// that ids reveal nothing across tenants.
 	notFound := fmt.Errorf("get chunk: no chunk %s: %w", id, docs.ErrNotFound)
+	if in.Before > 0 || in.After > 0 {
+		return s.getPassage(ctx, id, in, notFound)
+	}
 	c, err := s.deps.Docs.GetChunk(ctx, id)
 	if errors.Is(err, docs.ErrNotFound) {
 		return nil, GetChunkOutput{}, notFound
@@ -212,12 +225,45 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 	}
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
 		PageNumber: page(c.PageNumber), CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}
-	where := c.FileName
-	if c.PageNumber > 0 {
-		where += fmt.Sprintf(", page %d", c.PageNumber)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, c.PageNumber, c.PageNumber)}}}, out, nil
+}
+
+// getPassage answers get_chunk with neighbours: one merged text.
+func (s *Server) getPassage(ctx context.Context, id string, in GetChunkInput, notFound error) (*mcp.CallToolResult, GetChunkOutput, error) {
+	p, err := s.deps.Docs.Passage(ctx, id, in.Before, in.After)
+	if errors.Is(err, docs.ErrNotFound) {
+		return nil, GetChunkOutput{}, notFound
 	}
-	text := fmt.Sprintf("[%s, characters %d-%d]\n%s", where, c.CharStart, c.CharEnd, c.Content)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+	if err != nil {
+		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %s: %w", id, err)
+	}
+	if allowConversation(ctx, p.ConversationID) != nil {
+		return nil, GetChunkOutput{}, notFound
+	}
+	out := GetChunkOutput{ChunkID: id, Content: p.Content, ChunkIDs: p.ChunkIDs, Metadata: ChunkMetadata{FileID: p.FileID, FileName: p.FileName,
+		PageNumber: page(p.PageStart), CharStart: p.CharStart, CharEnd: p.CharEnd}}
+	for i, cid := range p.ChunkIDs {
+		if cid == id {
+			out.Metadata.Ordinal = i
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, p.PageStart, p.PageEnd)}}}, out, nil
+}
+
+// chunkText is get_chunk's text block: where the text is, then the text.
+func chunkText(out GetChunkOutput, pageStart, pageEnd int) string {
+	where := out.Metadata.FileName
+	switch {
+	case pageStart > 0 && pageEnd > pageStart:
+		where += fmt.Sprintf(", pages %d-%d", pageStart, pageEnd)
+	case pageStart > 0:
+		where += fmt.Sprintf(", page %d", pageStart)
+	}
+	text := fmt.Sprintf("[%s, characters %d-%d]\n%s", where, out.Metadata.CharStart, out.Metadata.CharEnd, out.Content)
+	if len(out.ChunkIDs) > 1 {
+		text += fmt.Sprintf("\n\n[%d chunks merged: %s]", len(out.ChunkIDs), strings.Join(out.ChunkIDs, ", "))
+	}
+	return text
 }
 
 func fileInfo(f docs.File) FileInfo {

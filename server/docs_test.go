@@ -196,6 +196,33 @@ func TestDocsToolsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestGetChunkNeighbours: get_chunk with before and after returns one
+// passage, overlaps given once, whose offsets locate it in the file.
+func TestGetChunkNeighbours(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	var doc strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&doc, "## Section %d\n\nSection %d explains step %d of the lighthouse routine: trim the wick, polish the lens, log the weather, and wind the clockwork that turns the light.\n\n", i, i, i)
+	}
+	text := doc.String()
+	upload(t, h.http.URL, "conv-n", map[string][]byte{"routine.md": []byte(text)}, nil)
+	if f := h.waitReady(t, "conv-n", 1).Files[0]; f.ChunkCount < 3 {
+		t.Fatalf("the document made %d chunks, want at least 3", f.ChunkCount)
+	}
+	hit := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "step 6 of the lighthouse routine", "conversation_id": "conv-n", "mode": "keyword"})).Chunks[0]
+	around := decode[GetChunkOutput](t, h.call(t, "get_chunk", map[string]any{"chunk_id": hit.ChunkID, "before": 1, "after": 1}))
+	if len(around.ChunkIDs) < 2 || !strings.Contains(around.Content, hit.Content) {
+		t.Errorf("get_chunk with neighbours: %d chunks %v, holds the hit: %v", len(around.ChunkIDs), around.ChunkIDs, strings.Contains(around.Content, hit.Content))
+	}
+	if want := []rune(text)[around.Metadata.CharStart:around.Metadata.CharEnd]; string(want) != around.Content {
+		t.Errorf("passage offsets %d-%d do not locate the merged text", around.Metadata.CharStart, around.Metadata.CharEnd)
+	}
+	te := toolErr(t, h.call(t, "get_chunk", map[string]any{"chunk_id": hit.ChunkID, "after": 9}))
+	if !strings.Contains(te.Message, "after 9 is out of range: send 0 to 5") {
+		t.Errorf("after 9: %+v", te)
+	}
+}
+
 func TestDocsToolsArguments(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
 	empty := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "nobody"}))

@@ -58,6 +58,7 @@ type Documents interface {
 	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
 	GetFile(ctx context.Context, id string) (docs.File, error)
 	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
+	Passage(ctx context.Context, chunkID string, before, after int) (docs.Passage, error)
 	FileText(ctx context.Context, id string) (docs.File, string, error)
 	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
 	DeleteFile(ctx context.Context, id string) error
