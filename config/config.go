@@ -58,6 +58,9 @@ type Config struct {
 	RateLimits map[string]RateLimit
 
 	DocsEnabled  bool
+	// DefaultConversation is used by the documents tools when a call names
+	// no conversation: a single-user setup's one conversation.
+	DefaultConversation string
 	DatabaseURL  string
 	ChunkSize    int
 	ChunkOverlap int
@@ -197,6 +200,10 @@ func vars() []envVar {
 		{"MCP_rate_limit_per_minute", "rate-limit-per-minute", "default calls per minute per tool (0 disables)", intField(func(c *Config) *int { return &c.RateLimit.PerMinute }), func(c *Config) string { return strconv.Itoa(c.RateLimit.PerMinute) }},
 		{"MCP_rate_limit_burst", "rate-limit-burst", "default burst per tool", intField(func(c *Config) *int { return &c.RateLimit.Burst }), func(c *Config) string { return strconv.Itoa(c.RateLimit.Burst) }},
 		{"MCP_docs_enabled", "docs-enabled", "offer search_docs, list_files and get_chunk", boolField(func(c *Config) *bool { return &c.DocsEnabled }), func(c *Config) string { return strconv.FormatBool(c.DocsEnabled) }},
+		{"MCP_docs_default_conversation", "default-conversation", "conversation the documents tools use when a call names none (a single-user setup's files, ingested with mcpsearch ingest --conversation)", func(c *Config, v string) error {
+			c.DefaultConversation = strings.TrimSpace(v)
+			return nil
+		}, func(c *Config) string { return c.DefaultConversation }},
 		{"DATABASE_URL", "database-url", "PostgreSQL URL of the documents store", func(c *Config, v string) error {
 			c.DatabaseURL = v
 			return nil

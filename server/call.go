@@ -116,6 +116,12 @@ type scoped interface {
 	scope() scope
 }
 
+// defaultable is implemented by inputs whose conversation may be left out
+// when the server has a default conversation.
+type defaultable interface {
+	setDefaultConversation(id string)
+}
+
 // noConversation is the scope of tools that touch no conversation.
 func noConversation() scope { return scope{} }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -92,6 +93,19 @@ func (in SearchDocsInput) scope() scope { return inConversation(strings.TrimSpac
 func (in ListFilesInput) scope() scope  { return inConversation(strings.TrimSpace(in.ConversationID)) }
 func (in GetChunkInput) scope() scope   { return scope{perResult: true} }
 
+// The conversation of the documents tools defaults to the server's.
+func (in *SearchDocsInput) setDefaultConversation(id string) {
+	if strings.TrimSpace(in.ConversationID) == "" {
+		in.ConversationID = id
+	}
+}
+
+func (in *ListFilesInput) setDefaultConversation(id string) {
+	if strings.TrimSpace(in.ConversationID) == "" {
+		in.ConversationID = id
+	}
+}
+
 var docsReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false), IdempotentHint: true}
 
 func searchDocsTool() *mcp.Tool {
@@ -131,13 +145,18 @@ const maxConversationIDLen = 256
 // maxIDLen bounds file and chunk ids (uuids) in the published schemas.
 const maxIDLen = 64
 
-func conversationSchema(_ *Server, sc *jsonschema.Schema) {
+func conversationSchema(s *Server, sc *jsonschema.Schema) {
 	p := prop(sc, "conversation_id")
 	p.MinLength, p.MaxLength = ptr(1), ptr(maxConversationIDLen)
+	if def := s.cfg.DefaultConversation; def != "" {
+		// With a default, a call may leave the conversation out.
+		sc.Required = slices.DeleteFunc(sc.Required, func(n string) bool { return n == "conversation_id" })
+		p.Description += fmt.Sprintf(" (default %q, the server's own)", def)
+	}
 }
 
-func searchDocsSchema(_ *Server, sc *jsonschema.Schema) {
-	conversationSchema(nil, sc)
+func searchDocsSchema(s *Server, sc *jsonschema.Schema) {
+	conversationSchema(s, sc)
 	q := prop(sc, "query")
 	q.MinLength, q.MaxLength = ptr(1), ptr(docs.MaxQueryRunes)
 	k := prop(sc, "top_k")

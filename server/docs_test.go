@@ -223,6 +223,39 @@ func TestGetChunkNeighbours(t *testing.T) {
 	}
 }
 
+// TestDefaultConversation: a single-user setup names its conversation once,
+// in the configuration, and the tools' schemas say so.
+func TestDefaultConversation(t *testing.T) {
+	h := newDocsHarness(t, func(c *config.Config) { c.DefaultConversation = "desk" }, nil)
+	upload(t, h.http.URL, "desk", map[string][]byte{"notes.md": []byte(manual)}, nil)
+	h.waitReady(t, "desk", 1)
+	files := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{}))
+	if len(files.Files) != 1 || files.Files[0].FileName != "notes.md" {
+		t.Errorf("list_files without a conversation: %+v, want the default conversation's file", files)
+	}
+	hits := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "E1047"}))
+	if len(hits.Chunks) == 0 {
+		t.Error("search_docs without a conversation found nothing in the default conversation")
+	}
+	other := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "elsewhere"}))
+	if len(other.Files) != 0 {
+		t.Errorf("a named conversation still wins: %+v", other)
+	}
+	tools, err := h.session.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name != "search_docs" && tool.Name != "list_files" {
+			continue
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		if strings.Contains(string(b), `"required":["conversation_id"`) || !strings.Contains(string(b), `default \"desk\"`) {
+			t.Errorf("%s schema does not make conversation_id optional with its default: %s", tool.Name, b)
+		}
+	}
+}
+
 func TestDocsToolsArguments(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
 	empty := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "nobody"}))

@@ -121,10 +121,13 @@ func (s *Server) refusedArgs(def toolDef, args json.RawMessage, res *mcp.CallToo
 // typed wraps a tool's handler: it records that the arguments were valid,
 // checks the caller's scope over the conversation the input names, turns a
 // panic into an error, and maps any failure to the contract's error once.
-func typed[In scoped, Out any](log *slog.Logger, h func(context.Context, In) (*mcp.CallToolResult, Out, error)) mcp.ToolHandlerFor[In, Out] {
+func typed[In scoped, Out any](log *slog.Logger, defaultConv string, h func(context.Context, In) (*mcp.CallToolResult, Out, error)) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, _ *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
 		c := callFrom(ctx)
 		c.setRan()
+		if d, ok := any(&in).(defaultable); ok && defaultConv != "" {
+			d.setDefaultConversation(defaultConv)
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				log.Error("tool panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))

@@ -328,7 +328,7 @@ func TestDisabledToolIsNotListed(t *testing.T) {
 func TestPanicBecomesToolError(t *testing.T) {
 	c := &call{Tool: "web_search"}
 	ctx := withCall(context.Background(), c)
-	h := typed(slog.New(slog.DiscardHandler), func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
+	h := typed(slog.New(slog.DiscardHandler), "", func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
 		panic("boom")
 	})
 	_, _, err := h(ctx, nil, WebSearchInput{Query: "q"})
