@@ -57,15 +57,15 @@ type Config struct {
 	RateLimit  RateLimit
 	RateLimits map[string]RateLimit
 
-	DocsEnabled  bool
+	DocsEnabled bool
 	// DefaultConversation is used by the documents tools when a call names
 	// no conversation: a single-user setup's one conversation.
 	DefaultConversation string
-	DatabaseURL  string
-	ChunkSize    int
-	ChunkOverlap int
-	MaxFileBytes int64
-	Workers      int
+	DatabaseURL         string
+	ChunkSize           int
+	ChunkOverlap        int
+	MaxFileBytes        int64
+	Workers             int
 	// VectorWeight is the weight of vector similarity against keywords in
 	// hybrid search; 0 means auto (see HybridVectorWeight).
 	VectorWeight float64

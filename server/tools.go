@@ -49,7 +49,9 @@ func defineTool[In scoped, Out any](t *mcp.Tool, on func(*Server) bool, timeout 
 			constrain(s, sc)
 			return sc
 		},
-		add: func(s *Server, m *mcp.Server, t *mcp.Tool) { mcp.AddTool(m, t, typed(s.log, s.cfg.DefaultConversation, handler(s))) },
+		add: func(s *Server, m *mcp.Server, t *mcp.Tool) {
+			mcp.AddTool(m, t, typed(s.log, s.cfg.DefaultConversation, handler(s)))
+		},
 		scopeOf: func(args json.RawMessage) (scope, bool) {
 			var in In
 			if json.Unmarshal(args, &in) != nil {
