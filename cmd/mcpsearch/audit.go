@@ -19,6 +19,9 @@ func runAudit(ctx context.Context, env *environment, args []string) error {
 		return usageError{errors.New("usage: mcpsearch audit tail [-n N] | mcpsearch audit prune --older-than 30d")}
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		printHelp(env.stdout, newFlagSet("audit", nil), helpFor("audit"))
+		return flag.ErrHelp
 	case "tail":
 		return auditTail(ctx, env, args[1:])
 	case "prune":

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -38,10 +39,10 @@ func TestCommands(t *testing.T) {
 		notInAny string
 	}{
 		{name: "version", args: []string{"version"}, stdout: "mcpsearch "},
-		{name: "help", args: []string{"--help"}, stderr: "Commands:"},
+		{name: "help", args: []string{"--help"}, stdout: "Commands:"},
 		{name: "no command", args: nil, exit: 2, stderr: "Usage"},
 		{name: "unknown", args: []string{"frobnicate"}, exit: 2},
-		{name: "serve help", args: []string{"serve", "--help"}, exit: 2, stderr: "MCP_web_search_searxng_url"},
+		{name: "serve help", args: []string{"serve", "--help"}, stdout: "MCP_web_search_searxng_url"},
 		{name: "config redacts", vars: map[string]string{"MCP_embed_api_key": "sk-very-secret", "DATABASE_URL": "postgres://u:pw-secret@h/db"},
 			args: []string{"config"}, stdout: "MCP_web_search_max_results=5", notInAny: "secret"},
 		{name: "bad env names the variable", vars: map[string]string{"MCP_web_search_timeout_ms": "fast"}, args: []string{"serve"},
@@ -80,6 +81,121 @@ func TestCommands(t *testing.T) {
 	_, _, err = runCLI(t, map[string]string{"MCP_web_search_timeout_ms": "fast"}, "serve")
 	if err == nil || !strings.Contains(err.Error(), "MCP_web_search_timeout_ms") {
 		t.Errorf("bad value error %v does not name the variable", err)
+	}
+}
+
+// TestHelp checks that every command answers --help on stdout with status
+// 0, lists the settings it reads and no others, and refuses flags it does
+// not take with status 2.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		// want are flags the help lists; not are flags it must not.
+		want, not []string
+	}{
+		{args: []string{"serve", "--help"}, want: []string{"-transport", "-searxng-url", "-database-url", "-rate-limit", "-embed-provider"}},
+		{args: []string{"serve", "-h"}, want: []string{"-transport"}},
+		{args: []string{"config", "--help"}, want: []string{"-transport", "-api-keys"}},
+		{args: []string{"migrate", "--help"}, want: []string{"-database-url"}, not: []string{"-transport", "-searxng-url", "-embed-provider", "-chunk-size"}},
+		{args: []string{"ingest", "--help"}, want: []string{"-conversation", "-database-url", "-embed-provider", "-embed-model", "-chunk-size", "-chunk-overlap", "-workers", "-max-file-mb"},
+			not: []string{"-transport", "-searxng-url", "-api-keys", "-rate-limit"}},
+		{args: []string{"reembed", "--help"}, want: []string{"-database-url", "-embed-provider", "-log-level"}, not: []string{"-transport", "-chunk-size"}},
+		{args: []string{"eval", "--help"}, want: []string{"-dataset", "-modes", "-keep", "-database-url", "-embed-provider", "-chunk-size", "-vector-weight"},
+			not: []string{"-transport", "-searxng-url", "-api-keys"}},
+		{args: []string{"audit", "--help"}, want: []string{"audit tail", "audit prune"}, not: []string{"-database-url"}},
+		{args: []string{"audit", "-h"}, want: []string{"audit tail"}},
+		{args: []string{"audit", "tail", "--help"}, want: []string{"-n ", "-database-url"}, not: []string{"-transport", "-embed-provider"}},
+		{args: []string{"audit", "prune", "--help"}, want: []string{"-older-than", "-database-url"}, not: []string{"-transport", "-n "}},
+		{args: []string{"version", "--help"}, want: []string{"mcpsearch version"}, not: []string{"-database-url", "Flags"}},
+		{args: []string{"help", "ingest"}, want: []string{"-conversation"}},
+		{args: []string{"help", "audit", "prune"}, want: []string{"-older-than"}},
+		{args: []string{"help"}, want: []string{"Commands:"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			// A database URL in the environment must not make help connect.
+			out, errOut, err := runCLI(t, map[string]string{"DATABASE_URL": "postgres://u:pw@127.0.0.1:1/db"}, tt.args...)
+			if err != nil || errOut != "" {
+				t.Fatalf("err %v, stderr %q; want success and an empty stderr", err, errOut)
+			}
+			if !strings.HasPrefix(out, "Usage: mcpsearch") {
+				t.Errorf("help does not start with a usage line:\n%s", out)
+			}
+			if tt.args[0] != "help" && !strings.Contains(out, "Example:") {
+				t.Errorf("help has no example:\n%s", out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("help lacks %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(out, n) {
+					t.Errorf("help shows %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
+
+func TestBadFlagsAreUsageErrors(t *testing.T) {
+	tests := [][]string{
+		{"serve", "--bogus"},
+		{"migrate", "--bogus"},
+		{"migrate", "--searxng-url", "http://x"}, // a flag of serve only
+		{"version", "--bogus"},
+		{"version", "extra"},
+		{"migrate", "extra"},
+		{"audit", "tail", "--embed-provider", "local"},
+		{"audit", "tail", "extra"},
+		{"audit", "prune", "--older-than", "30d", "--chunk-size", "500"},
+		{"ingest", "--conversation", "c", "--transport", "http", "x.pdf"},
+		{"eval", "--dataset", "d", "extra"},
+		{"config", "--bogus"},
+		{"reembed", "--bogus"},
+		{"audit", "frobnicate"},
+	}
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, _, err := runCLI(t, nil, args...)
+			if err == nil || exitCode(err) != 2 {
+				t.Fatalf("err %v (exit %d), want a usage error", err, exitCode(err))
+			}
+			if strings.Contains(out, "Usage") {
+				t.Errorf("help went to stdout after a mistake: %q", out)
+			}
+		})
+	}
+}
+
+// TestCommandSettingsExist catches a command listing a setting flag that
+// config does not define.
+func TestCommandSettingsExist(t *testing.T) {
+	names := []string{"audit tail", "audit prune"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	for _, name := range names {
+		cfg := config.Default()
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", name, r)
+				}
+			}()
+			fs := newFlagSet(name, &cfg)
+			for _, s := range helpFor(name).settings {
+				if s != allSettings[0] && fs.Lookup(s) == nil {
+					t.Errorf("%s: flag --%s missing", name, s)
+				}
+			}
+		}()
+	}
+	// A setting flag keeps parsing into the configuration.
+	cfg := config.Default()
+	fs := newFlagSet("ingest", &cfg)
+	if err := fs.Parse([]string{"--chunk-size", "500", "--database-url", "postgres://h/db"}); err != nil || cfg.ChunkSize != 500 || cfg.DatabaseURL != "postgres://h/db" {
+		t.Errorf("parse: %v, chunk size %d, database %q", err, cfg.ChunkSize, cfg.DatabaseURL)
 	}
 }
 
