@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/mcpsearch/mcpsearch/config"
@@ -50,6 +51,10 @@ func commands() []command {
 }
 
 func main() {
+	// Set once, before anything reads it: serve reports it to clients too.
+	if info, ok := debug.ReadBuildInfo(); ok {
+		version = buildVersion(version, info)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := &environment{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}
 	err := run(ctx, env, os.Args[1:])
@@ -58,6 +63,37 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mcpsearch:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// buildVersion returns v, the version set at build time, or for a binary
+// built without one ("dev", as go build and go install leave it) what the
+// toolchain stamped into info: the module version, or else dev- and the
+// commit it was built from, marked -dirty when the tree had changes.
+func buildVersion(v string, info *debug.BuildInfo) string {
+	if v != "dev" || info == nil {
+		return v
+	}
+	if mv := info.Main.Version; mv != "" && mv != "(devel)" {
+		return mv
+	}
+	var rev string
+	var dirty bool
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	out := "dev-" + rev[:min(12, len(rev))]
+	if dirty {
+		out += "-dirty"
+	}
+	return out
 }
 
 // usageError marks errors in how the command was called (exit status 2).

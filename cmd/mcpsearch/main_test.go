@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -256,5 +257,30 @@ func TestMigrateIngestEval(t *testing.T) {
 	out, _, err = runCLI(t, vars, "audit", "prune", "--older-than", "30d")
 	if err != nil || !strings.Contains(out, "deleted 0") {
 		t.Errorf("prune: %q %v", out, err)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "bed75bf0a1b2c3d4e5f60718293a4b5c6d7e8f90"}}
+	tests := []struct {
+		name string
+		set  string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"set at build time", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v9.9.9"}}, "v1.2.3"},
+		{"module version", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, "v1.4.0"},
+		{"revision", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "false"})}, "dev-bed75bf0a1b2"},
+		{"dirty revision", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "dev-bed75bf0a1b2-dirty"},
+		{"short revision", "dev", &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}}, "dev-abc"},
+		{"nothing stamped", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"no build info", "dev", nil, "dev"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := buildVersion(tt.set, tt.info); got != tt.want {
+				t.Errorf("buildVersion = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
