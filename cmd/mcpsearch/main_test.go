@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -282,5 +284,48 @@ func TestBuildVersion(t *testing.T) {
 				t.Errorf("buildVersion = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAuditDatabaseAdvice checks that the audit commands say what to fix
+// about the database instead of showing an SQL error.
+func TestAuditDatabaseAdvice(t *testing.T) {
+	empty := pgtest.NewEmptyDatabase(t)
+	u, err := url.Parse(empty)
+	if err != nil || u.User == nil {
+		t.Skipf("DATABASE_URL is not a URL with a user; cannot derive a wrong password")
+	}
+	wrong := *u
+	wrong.User = url.UserPassword(u.User.Username(), "not-the-password")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := *u
+	refused.Host = l.Addr().String()
+	l.Close()
+	tests := []struct {
+		name     string
+		url      string
+		want     string
+		not      string
+		exitCode int
+	}{
+		{"not migrated", empty, "run `mcpsearch migrate` first", "SQLSTATE", 1},
+		{"wrong password", wrong.String(), "check the user and password in DATABASE_URL", "unavailable", 1},
+		{"nothing listening", refused.String(), "is PostgreSQL running", "password", 1},
+	}
+	for _, tt := range tests {
+		for _, args := range [][]string{{"audit", "tail"}, {"audit", "prune", "--older-than", "30d"}} {
+			t.Run(tt.name+"/"+args[1], func(t *testing.T) {
+				out, _, err := runCLI(t, map[string]string{"DATABASE_URL": tt.url}, args...)
+				if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), tt.not) {
+					t.Fatalf("err %v, want one saying %q and not %q", err, tt.want, tt.not)
+				}
+				if exitCode(err) != tt.exitCode || out != "" {
+					t.Errorf("exit %d, stdout %q", exitCode(err), out)
+				}
+			})
+		}
 	}
 }
