@@ -223,11 +223,11 @@ func TestMigrateIngestEval(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, ".hidden"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".hidden", "c.txt"), []byte("hidden"), 0o644)
 	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "cli", dir)
-	if err != nil || !strings.Contains(out, "2 files (0 failed)") || !strings.Contains(errOut, "ready") {
+	if err != nil || !strings.Contains(out, "2 ingested, 0 already present, 0 failed, 2 skipped") || !strings.Contains(errOut, "ready") {
 		t.Fatalf("ingest: %v\nstdout %s\nstderr %s", err, out, errOut)
 	}
 	out, _, err = runCLI(t, vars, "ingest", "--conversation", "cli", filepath.Join(dir, "a.md"))
-	if err != nil || !strings.Contains(out, "1 files (0 failed)") {
+	if err != nil || !strings.Contains(out, "0 ingested, 1 already present, 0 failed, 0 skipped") {
 		t.Fatalf("re-ingest: %v %s", err, out)
 	}
 
