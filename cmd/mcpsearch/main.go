@@ -168,7 +168,7 @@ var allSettings = []string{"*"}
 var (
 	databaseSettings = []string{"database-url"}
 	embedSettings    = []string{"embed-provider", "embed-model", "embed-base-url", "embed-api-key", "embed-dimensions", "embed-batch-size"}
-	chunkSettings    = []string{"chunk-size", "chunk-overlap", "workers", "max-file-mb"}
+	pipelineSettings = []string{"chunk-size", "chunk-overlap", "workers", "max-file-mb"}
 )
 
 func join(groups ...[]string) []string {
@@ -207,7 +207,7 @@ func helpFor(name string) commandHelp {
 				"walked; their hidden files and folders, files of other types and files over the size limit are\n" +
 				"skipped and listed. Files named on the command line are always tried.",
 			examples: []string{"mcpsearch ingest --conversation handbook ./handbook release-notes.pdf"},
-			settings: join(databaseSettings, embedSettings, chunkSettings, []string{"log-format"}),
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"log-format"}),
 			args:     true,
 		}
 	case "reembed":
@@ -223,7 +223,7 @@ func helpFor(name string) commandHelp {
 			about: "Measure search quality (nDCG@10, recall) on a BEIR dataset: its corpus is ingested into a scratch\n" +
 				"conversation of the database at DATABASE_URL, searched with every judged query, then deleted.",
 			examples: []string{"mcpsearch eval --dataset docs/eval/testdata/minibeir --modes hybrid,keyword"},
-			settings: join(databaseSettings, embedSettings, chunkSettings, []string{"vector-weight", "log-format"}),
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"vector-weight", "log-format"}),
 		}
 	case "audit":
 		return commandHelp{
