@@ -10,7 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/mcpsearch/mcpsearch/audit"
+	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
 )
 
@@ -19,6 +23,9 @@ func runAudit(ctx context.Context, env *environment, args []string) error {
 		return usageError{errors.New("usage: mcpsearch audit tail [-n N] | mcpsearch audit prune --older-than 30d")}
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		printHelp(env.stdout, newFlagSet("audit", nil), helpFor("audit"))
+		return flag.ErrHelp
 	case "tail":
 		return auditTail(ctx, env, args[1:])
 	case "prune":
@@ -38,14 +45,14 @@ func auditTail(ctx context.Context, env *environment, args []string) error {
 	if n < 1 {
 		return usageError{errors.New("-n must be at least 1")}
 	}
-	pool, err := openPool(ctx, cfg)
+	pool, err := openAuditPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	entries, err := audit.Tail(ctx, pool, n)
 	if err != nil {
-		return pg.Error("audit tail", err)
+		return pg.Error("database", err)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTOOL\tOUTCOME\tMS\tTRANSPORT\tCLIENT\tKEY\tCONVERSATION\tARGUMENTS")
@@ -74,16 +81,52 @@ func auditPrune(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--older-than: %w", err)}
 	}
-	pool, err := openPool(ctx, cfg)
+	pool, err := openAuditPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	n, err := audit.Prune(ctx, pool, age)
 	if err != nil {
-		return pg.Error("audit prune", err)
+		return pg.Error("database", err)
 	}
 	fmt.Fprintf(env.stdout, "deleted %d audit rows older than %s\n", n, older)
+	return nil
+}
+
+// openAuditPool opens the pool of cfg and checks the schema first, so that
+// a database not migrated yet, a rejected login or a server that does not
+// answer each get their own advice instead of an SQL error. The caller
+// closes the pool.
+func openAuditPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// checkSchema says what to do when the database at DATABASE_URL cannot
+// serve the audit commands.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	cur, err := migrations.Current(ctx, pool)
+	if err != nil {
+		err = pg.Error("check schema", err)
+		if errors.Is(err, pg.ErrUnavailable) {
+			return fmt.Errorf("DATABASE_URL: %w (is PostgreSQL running and reachable at that address?)", err)
+		}
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	switch want := migrations.Latest(); {
+	case cur == 0:
+		return errors.New("the database at DATABASE_URL has no mcpsearch schema yet: run `mcpsearch migrate` first")
+	case cur < want:
+		return fmt.Errorf("the database at DATABASE_URL is at schema version %d and this build needs %d: run `mcpsearch migrate` first", cur, want)
+	}
 	return nil
 }
 

@@ -130,11 +130,14 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 	if strings.TrimSpace(conv) == "" || fs.NArg() == 0 {
 		return usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH... (files or folders)")}
 	}
-	paths, err := collectFiles(fs.Args())
+	paths, skips, err := collectFiles(fs.Args(), cfg.MaxFileBytes)
 	if err != nil {
 		return err
 	}
 	if len(paths) == 0 {
+		p := &progress{w: env.stderr, start: time.Now(), skipped: len(skips)}
+		p.listSkipped(skips)
+		p.summary(env.stdout, conv)
 		return errors.New("no supported files (PDF, text, Markdown, HTML) under the given paths")
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, "warn")
@@ -148,57 +151,186 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer in.Close()
-	return ingestFiles(ctx, env, in, conv, paths, cfg.Workers)
+	return ingestFiles(ctx, env, in, conv, paths, skips, cfg)
 }
 
-// collectFiles expands folders into the files below them that look like a
-// supported type; files named explicitly are always tried.
-func collectFiles(args []string) ([]string, error) {
+// skip is a file or folder that ingest leaves out, and why.
+type skip struct {
+	path   string
+	reason string
+}
+
+// collectFiles expands folders into the files below them worth ingesting,
+// and returns every file or folder it leaves out with the reason: hidden,
+// unreadable, not a regular file, empty, over maxBytes, or of a type that
+// cannot be extracted (judged by content and name, as an upload is). Files
+// named explicitly are always tried; a path that does not exist is an
+// error.
+func collectFiles(args []string, maxBytes int64) ([]string, []skip, error) {
 	var out []string
+	var skips []skip
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[filepath.Clean(p)] {
+			seen[filepath.Clean(p)] = true
+			out = append(out, p)
+		}
+	}
 	for _, a := range args {
 		info, err := os.Stat(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, errors.New(extract.CleanMessage(err.Error()))
 		}
 		if !info.IsDir() {
-			out = append(out, a)
+			add(a)
 			continue
 		}
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		// A folder named through a symbolic link is walked; links met
+		// inside are not, so a walk cannot loop.
+		root := a
+		if li, err := os.Lstat(a); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+			root = a + string(filepath.Separator)
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if p != a && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
-				}
+				skips = append(skips, skip{p, "unreadable: " + errText(err)})
 				return nil
 			}
-			if _, err := extract.DetectType(d.Name(), "", nil); err == nil {
-				out = append(out, p)
+			hidden := p != root && strings.HasPrefix(d.Name(), ".")
+			switch {
+			case d.IsDir() && hidden:
+				skips = append(skips, skip{p + string(filepath.Separator), "hidden folder"})
+				return filepath.SkipDir
+			case d.IsDir():
+				return nil
+			case hidden:
+				skips = append(skips, skip{p, "hidden file"})
+				return nil
 			}
+			if why := skipReason(p, d, maxBytes); why != "" {
+				skips = append(skips, skip{p, why})
+				return nil
+			}
+			add(p)
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("walk %s: %w", a, err)
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, skips, nil
+}
+
+// skipReason says why the file p met in a folder walk is not worth
+// ingesting, or returns "" when it is.
+func skipReason(p string, d fs.DirEntry, maxBytes int64) string {
+	// Stat follows a symbolic link: a link to a file counts as the file.
+	info, err := os.Stat(p)
+	switch {
+	case err != nil && d.Type()&fs.ModeSymlink != 0 && errors.Is(err, fs.ErrNotExist):
+		return "broken link"
+	case err != nil:
+		return "unreadable: " + errText(err)
+	case info.IsDir():
+		return "link to a folder, not followed"
+	case !info.Mode().IsRegular():
+		// A named pipe or device could block the read or never end.
+		return "not a regular file"
+	case info.Size() == 0:
+		return "empty file"
+	case info.Size() > maxBytes:
+		return fmt.Sprintf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), maxBytes>>20)
+	}
+	head, err := readHead(p)
+	if err != nil {
+		return "unreadable: " + errText(err)
+	}
+	if _, err := extract.DetectType(d.Name(), "", head); err != nil {
+		kind := strings.TrimPrefix(err.Error(), extract.ErrUnsupported.Error()+": ")
+		if strings.HasPrefix(kind, `"`) {
+			// DetectType names the file when its content matched no
+			// known format and did not read as text.
+			kind = "binary content"
+		}
+		return "unsupported type: " + kind
+	}
+	return ""
+}
+
+// readHead returns the first bytes of the file at p, as many as
+// extract.DetectType looks at.
+func readHead(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, extract.SniffLen)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return head[:n], nil
+}
+
+// readUpload reads the file at p unless it is larger than maxBytes, which
+// would only be refused after filling memory.
+func readUpload(p string, maxBytes int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if info.Size() > maxBytes {
+		return nil, fmt.Errorf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), maxBytes>>20)
+	}
+	return io.ReadAll(f)
+}
+
+// errText is the cause of a file system error without the path, which the
+// caller prints already.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
+}
+
+func megabytes(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }
 
 // progress reports ingestion: a redrawn bar on a terminal, one line per
-// file otherwise.
+// file otherwise. Every line is cleaned: names and error texts may hold
+// bytes from the files.
 type progress struct {
-	w      io.Writer
-	tty    bool
-	total  int
-	start  time.Time
-	mu     sync.Mutex
-	done   int
-	failed int
-	pages  int
-	chunks int
+	w       io.Writer
+	tty     bool
+	total   int
+	start   time.Time
+	skipped int
+	mu      sync.Mutex
+	done    int
+	ready   int
+	present int
+	failed  int
+	pages   int
+	chunks  int
+}
+
+func (p *progress) listSkipped(skips []skip) {
+	for _, s := range skips {
+		fmt.Fprintln(p.w, extract.CleanMessage(fmt.Sprintf("skipped %s: %s", s.path, s.reason)))
+	}
 }
 
 func (p *progress) file(name string, f docs.File, err error) {
@@ -214,12 +346,15 @@ func (p *progress) file(name string, f docs.File, err error) {
 		p.failed++
 		line = fmt.Sprintf("failed  %s: %s", name, f.Error)
 	case f.Duplicate:
+		p.present++
 		line = fmt.Sprintf("exists  %s (id %s, already uploaded)", name, f.ID)
 	default:
+		p.ready++
 		p.pages += f.PageCount
 		p.chunks += f.ChunkCount
 		line = fmt.Sprintf("ready   %s: %d pages, %d chunks (id %s)", name, f.PageCount, f.ChunkCount, f.ID)
 	}
+	line = extract.CleanMessage(line)
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
@@ -234,25 +369,34 @@ func (p *progress) file(name string, f docs.File, err error) {
 	}
 }
 
-func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, workers int) error {
+// summary writes the closing line: what became of every file.
+func (p *progress) summary(w io.Writer, conv string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(w, extract.CleanMessage(fmt.Sprintf("%d ingested, %d already present, %d failed, %d skipped; %d pages, %d chunks in %.1fs into conversation %s",
+		p.ready, p.present, p.failed, p.skipped, p.pages, p.chunks, time.Since(p.start).Seconds(), conv)))
+}
+
+func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, skips []skip, cfg config.Config) error {
 	tty := false
 	if f, ok := env.stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	p := &progress{w: env.stderr, tty: tty, total: len(paths), start: time.Now()}
+	p := &progress{w: env.stderr, tty: tty, total: len(paths), start: time.Now(), skipped: len(skips)}
+	p.listSkipped(skips)
 	// Failures are counted by p, not returned, so every file is tried.
-	_ = forEach(ctx, len(paths), workers, func(i int) error {
-		data, err := os.ReadFile(paths[i])
+	_ = forEach(ctx, len(paths), cfg.Workers, func(i int) error {
+		data, err := readUpload(paths[i], cfg.MaxFileBytes)
 		var f docs.File
 		if err == nil {
 			f, err = in.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
+		} else {
+			err = errors.New(errText(err))
 		}
 		p.file(paths[i], f, err)
 		return nil
 	})
-	secs := time.Since(p.start).Seconds()
-	fmt.Fprintf(env.stdout, "%d files (%d failed), %d pages, %d chunks in %.1fs into conversation %s\n",
-		p.done, p.failed, p.pages, p.chunks, secs, conv)
+	p.summary(env.stdout, conv)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -12,7 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/mcpsearch/mcpsearch/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -48,16 +51,49 @@ func commands() []command {
 }
 
 func main() {
+	// Set once, before anything reads it: serve reports it to clients too.
+	if info, ok := debug.ReadBuildInfo(); ok {
+		version = buildVersion(version, info)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := &environment{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}
 	err := run(ctx, env, os.Args[1:])
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mcpsearch:", err)
-		}
+		fmt.Fprintln(os.Stderr, "mcpsearch:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// buildVersion returns v, the version set at build time, or for a binary
+// built without one ("dev", as go build and go install leave it) what the
+// toolchain stamped into info: the module version, or else dev- and the
+// commit it was built from, marked -dirty when the tree had changes.
+func buildVersion(v string, info *debug.BuildInfo) string {
+	if v != "dev" || info == nil {
+		return v
+	}
+	if mv := info.Main.Version; mv != "" && mv != "(devel)" {
+		return mv
+	}
+	var rev string
+	var dirty bool
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	out := "dev-" + rev[:min(12, len(rev))]
+	if dirty {
+		out += "-dirty"
+	}
+	return out
 }
 
 // usageError marks errors in how the command was called (exit status 2).
@@ -65,23 +101,38 @@ type usageError struct{ error }
 
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &ue) {
 		return 2
 	}
 	return 1
 }
 
+// run runs the command named by args[0]. Help asked for goes to stdout and
+// succeeds; usage printed after a mistake goes to stderr with exit status 2.
 func run(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(env.stderr)
-		if len(args) == 0 {
-			return usageError{errors.New("missing command")}
-		}
+		return usageError{errors.New("missing command")}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(env.stdout)
 		return nil
+	case "help":
+		if len(args) == 1 {
+			usage(env.stdout)
+			return nil
+		}
+		// "mcpsearch help audit tail" is "mcpsearch audit tail --help".
+		args = append(args[1:len(args):len(args)], "--help")
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, env, args[1:])
+			err := c.run(ctx, env, args[1:])
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
 		}
 	}
 	usage(env.stderr)
@@ -93,14 +144,192 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'mcpsearch COMMAND --help' for the flags of a command. Every flag can also be set")
-	fmt.Fprintln(w, "through the environment variable named in its help.")
+	fmt.Fprintln(w, "\nRun 'mcpsearch COMMAND --help' for the flags of a command. Every setting flag can also be")
+	fmt.Fprintln(w, "set through the environment variable named in its help.")
+}
+
+// commandHelp is what --help shows of one command besides its flags, and
+// which settings of config.Config the command reads.
+type commandHelp struct {
+	usage    string
+	about    string
+	examples []string
+	// settings are the flag names of the settings the command reads; a
+	// command given allSettings takes every one.
+	settings []string
+	// args reports whether the command takes arguments after its flags.
+	args bool
+}
+
+// allSettings stands for every setting, for commands that read them all.
+var allSettings = []string{"*"}
+
+// Groups of settings, by flag name, that several commands read.
+var (
+	databaseSettings = []string{"database-url"}
+	embedSettings    = []string{"embed-provider", "embed-model", "embed-base-url", "embed-api-key", "embed-dimensions", "embed-batch-size"}
+	pipelineSettings = []string{"chunk-size", "chunk-overlap", "workers", "max-file-mb"}
+)
+
+func join(groups ...[]string) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// helpFor returns the help of the command whose flag set is named name:
+// a command of commands(), or "audit tail" and "audit prune".
+func helpFor(name string) commandHelp {
+	switch name {
+	case "serve":
+		return commandHelp{
+			usage: "mcpsearch serve [flags]",
+			about: "Serve web search (through SearXNG), page reading and search over uploaded documents to MCP clients,\n" +
+				"over stdio (the default) or over streamable HTTP and legacy SSE. The documents tools and the audit\n" +
+				"need DATABASE_URL, migrated with 'mcpsearch migrate'.",
+			examples: []string{"mcpsearch serve",
+				"MCP_API_KEYS=KEY DATABASE_URL=postgres://USER:PASSWORD@HOST/DB mcpsearch serve --transport http,sse --addr 0.0.0.0:8080"},
+			settings: allSettings,
+		}
+	case "migrate":
+		return commandHelp{
+			usage:    "mcpsearch migrate [flags]",
+			about:    "Create or update the database schema at DATABASE_URL. Safe to re-run: only missing migrations are applied.",
+			examples: []string{"DATABASE_URL=postgres://USER:PASSWORD@HOST/DB mcpsearch migrate"},
+			settings: databaseSettings,
+		}
+	case "ingest":
+		return commandHelp{
+			usage: "mcpsearch ingest --conversation ID [flags] PATH...",
+			about: "Add files to a conversation's documents, as an upload does: PDF, text, Markdown and HTML. Folders are\n" +
+				"walked; their hidden files and folders, files of other types and files over the size limit are\n" +
+				"skipped and listed. Files named on the command line are always tried.",
+			examples: []string{"mcpsearch ingest --conversation handbook ./handbook release-notes.pdf"},
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"log-format"}),
+			args:     true,
+		}
+	case "reembed":
+		return commandHelp{
+			usage:    "mcpsearch reembed [flags]",
+			about:    "Compute every stored chunk's vector again with the configured embedder, after MCP_embed_* changed.",
+			examples: []string{"MCP_embed_provider=ollama MCP_embed_model=nomic-embed-text mcpsearch reembed"},
+			settings: join(databaseSettings, embedSettings, []string{"log-format", "log-level"}),
+		}
+	case "eval":
+		return commandHelp{
+			usage: "mcpsearch eval --dataset DIR [flags]",
+			about: "Measure search quality (nDCG@10, recall) on a BEIR dataset: its corpus is ingested into a scratch\n" +
+				"conversation of the database at DATABASE_URL, searched with every judged query, then deleted.",
+			examples: []string{"mcpsearch eval --dataset docs/eval/testdata/minibeir --modes hybrid,keyword"},
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"vector-weight", "log-format"}),
+		}
+	case "audit":
+		return commandHelp{
+			usage: "mcpsearch audit tail [-n N] [flags]\n       mcpsearch audit prune --older-than AGE [flags]",
+			about: "Show or prune the audit of tool calls stored at DATABASE_URL. Run 'mcpsearch audit tail --help' or\n" +
+				"'mcpsearch audit prune --help' for their flags.",
+			examples: []string{"mcpsearch audit tail -n 50", "mcpsearch audit prune --older-than 30d"},
+		}
+	case "audit tail":
+		return commandHelp{
+			usage:    "mcpsearch audit tail [-n N] [flags]",
+			about:    "Show the most recent tool calls, oldest first.",
+			examples: []string{"mcpsearch audit tail -n 50"},
+			settings: databaseSettings,
+		}
+	case "audit prune":
+		return commandHelp{
+			usage:    "mcpsearch audit prune --older-than AGE [flags]",
+			about:    "Delete the audit rows of tool calls older than AGE: whole days (30d) or a duration (12h, 90m).",
+			examples: []string{"mcpsearch audit prune --older-than 30d"},
+			settings: databaseSettings,
+		}
+	case "config":
+		return commandHelp{
+			usage:    "mcpsearch config [flags]",
+			about:    "Print the effective value of every setting, from the environment and flags, secrets redacted.",
+			examples: []string{"MCP_transport=http mcpsearch config --addr 127.0.0.1:9090"},
+			settings: allSettings,
+		}
+	case "version":
+		return commandHelp{usage: "mcpsearch version", about: "Print the version of this build.", examples: []string{"mcpsearch version"}}
+	}
+	return commandHelp{usage: "mcpsearch " + name + " [flags]"}
+}
+
+// newFlagSet returns the flag set of the command name with a flag for each
+// setting the command reads, bound to cfg (which may be nil for a command
+// that reads none). It prints nothing: parseFlags does.
+func newFlagSet(name string, cfg *config.Config) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	h := helpFor(name)
+	switch {
+	case len(h.settings) == 0:
+		return fs
+	case len(h.settings) == 1 && h.settings[0] == allSettings[0]:
+		cfg.RegisterFlags(fs)
+		return fs
+	}
+	// Register every setting on a scratch set, then keep the command's: the
+	// flags stay bound to cfg and keep their parsers and help.
+	every := flag.NewFlagSet(name, flag.ContinueOnError)
+	cfg.RegisterFlags(every)
+	for _, n := range h.settings {
+		f := every.Lookup(n)
+		if f == nil {
+			panic(fmt.Sprintf("command %s lists the setting flag --%s, which config does not define", name, n))
+		}
+		fs.Var(f.Value, f.Name, f.Usage)
+	}
+	return fs
+}
+
+// parseFlags parses args with fs. --help (or -h) prints the command's help
+// to stdout and returns flag.ErrHelp, which run turns into success; a flag
+// fs does not know, or an argument the command takes none of, is a usage
+// error.
+func parseFlags(env *environment, fs *flag.FlagSet, args []string) error {
+	h := helpFor(fs.Name())
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(env.stdout, fs, h)
+		return err
+	case err != nil:
+		return usageError{fmt.Errorf("%s: %w (see 'mcpsearch %s --help')", fs.Name(), err, fs.Name())}
+	case fs.NArg() > 0 && !h.args:
+		return usageError{fmt.Errorf("%s takes no arguments, got %q (see 'mcpsearch %s --help')", fs.Name(), fs.Arg(0), fs.Name())}
+	}
+	return nil
+}
+
+func printHelp(w io.Writer, fs *flag.FlagSet, h commandHelp) {
+	fmt.Fprintf(w, "Usage: %s\n", h.usage)
+	if h.about != "" {
+		fmt.Fprintf(w, "\n%s\n", h.about)
+	}
+	if len(h.examples) > 0 {
+		fmt.Fprintln(w, "\nExample:")
+		for _, e := range h.examples {
+			fmt.Fprintln(w, "  "+e)
+		}
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags (a setting named \"env NAME\" can also be set through that environment variable):")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 func runVersion(_ context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(env, newFlagSet("version", nil), args); err != nil {
 		return err
 	}
 	fmt.Fprintln(env.stdout, "mcpsearch", version)

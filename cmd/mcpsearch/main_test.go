@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -38,10 +42,10 @@ func TestCommands(t *testing.T) {
 		notInAny string
 	}{
 		{name: "version", args: []string{"version"}, stdout: "mcpsearch "},
-		{name: "help", args: []string{"--help"}, stderr: "Commands:"},
+		{name: "help", args: []string{"--help"}, stdout: "Commands:"},
 		{name: "no command", args: nil, exit: 2, stderr: "Usage"},
 		{name: "unknown", args: []string{"frobnicate"}, exit: 2},
-		{name: "serve help", args: []string{"serve", "--help"}, exit: 2, stderr: "MCP_web_search_searxng_url"},
+		{name: "serve help", args: []string{"serve", "--help"}, stdout: "MCP_web_search_searxng_url"},
 		{name: "config redacts", vars: map[string]string{"MCP_embed_api_key": "sk-very-secret", "DATABASE_URL": "postgres://u:pw-secret@h/db"},
 			args: []string{"config"}, stdout: "MCP_web_search_max_results=5", notInAny: "secret"},
 		{name: "bad env names the variable", vars: map[string]string{"MCP_web_search_timeout_ms": "fast"}, args: []string{"serve"},
@@ -83,6 +87,121 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// TestHelp checks that every command answers --help on stdout with status
+// 0, lists the settings it reads and no others, and refuses flags it does
+// not take with status 2.
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		// want are flags the help lists; not are flags it must not.
+		want, not []string
+	}{
+		{args: []string{"serve", "--help"}, want: []string{"-transport", "-searxng-url", "-database-url", "-rate-limit", "-embed-provider"}},
+		{args: []string{"serve", "-h"}, want: []string{"-transport"}},
+		{args: []string{"config", "--help"}, want: []string{"-transport", "-api-keys"}},
+		{args: []string{"migrate", "--help"}, want: []string{"-database-url"}, not: []string{"-transport", "-searxng-url", "-embed-provider", "-chunk-size"}},
+		{args: []string{"ingest", "--help"}, want: []string{"-conversation", "-database-url", "-embed-provider", "-embed-model", "-chunk-size", "-chunk-overlap", "-workers", "-max-file-mb"},
+			not: []string{"-transport", "-searxng-url", "-api-keys", "-rate-limit"}},
+		{args: []string{"reembed", "--help"}, want: []string{"-database-url", "-embed-provider", "-log-level"}, not: []string{"-transport", "-chunk-size"}},
+		{args: []string{"eval", "--help"}, want: []string{"-dataset", "-modes", "-keep", "-database-url", "-embed-provider", "-chunk-size", "-vector-weight"},
+			not: []string{"-transport", "-searxng-url", "-api-keys"}},
+		{args: []string{"audit", "--help"}, want: []string{"audit tail", "audit prune"}, not: []string{"-database-url"}},
+		{args: []string{"audit", "-h"}, want: []string{"audit tail"}},
+		{args: []string{"audit", "tail", "--help"}, want: []string{"-n ", "-database-url"}, not: []string{"-transport", "-embed-provider"}},
+		{args: []string{"audit", "prune", "--help"}, want: []string{"-older-than", "-database-url"}, not: []string{"-transport", "-n "}},
+		{args: []string{"version", "--help"}, want: []string{"mcpsearch version"}, not: []string{"-database-url", "Flags"}},
+		{args: []string{"help", "ingest"}, want: []string{"-conversation"}},
+		{args: []string{"help", "audit", "prune"}, want: []string{"-older-than"}},
+		{args: []string{"help"}, want: []string{"Commands:"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			// A database URL in the environment must not make help connect.
+			out, errOut, err := runCLI(t, map[string]string{"DATABASE_URL": "postgres://u:pw@127.0.0.1:1/db"}, tt.args...)
+			if err != nil || errOut != "" {
+				t.Fatalf("err %v, stderr %q; want success and an empty stderr", err, errOut)
+			}
+			if !strings.HasPrefix(out, "Usage: mcpsearch") {
+				t.Errorf("help does not start with a usage line:\n%s", out)
+			}
+			if tt.args[0] != "help" && !strings.Contains(out, "Example:") {
+				t.Errorf("help has no example:\n%s", out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("help lacks %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(out, n) {
+					t.Errorf("help shows %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
+
+func TestBadFlagsAreUsageErrors(t *testing.T) {
+	tests := [][]string{
+		{"serve", "--bogus"},
+		{"migrate", "--bogus"},
+		{"migrate", "--searxng-url", "http://x"}, // a flag of serve only
+		{"version", "--bogus"},
+		{"version", "extra"},
+		{"migrate", "extra"},
+		{"audit", "tail", "--embed-provider", "local"},
+		{"audit", "tail", "extra"},
+		{"audit", "prune", "--older-than", "30d", "--chunk-size", "500"},
+		{"ingest", "--conversation", "c", "--transport", "http", "x.pdf"},
+		{"eval", "--dataset", "d", "extra"},
+		{"config", "--bogus"},
+		{"reembed", "--bogus"},
+		{"audit", "frobnicate"},
+	}
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, _, err := runCLI(t, nil, args...)
+			if err == nil || exitCode(err) != 2 {
+				t.Fatalf("err %v (exit %d), want a usage error", err, exitCode(err))
+			}
+			if strings.Contains(out, "Usage") {
+				t.Errorf("help went to stdout after a mistake: %q", out)
+			}
+		})
+	}
+}
+
+// TestCommandSettingsExist catches a command listing a setting flag that
+// config does not define.
+func TestCommandSettingsExist(t *testing.T) {
+	names := []string{"audit tail", "audit prune"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	for _, name := range names {
+		cfg := config.Default()
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", name, r)
+				}
+			}()
+			fs := newFlagSet(name, &cfg)
+			for _, s := range helpFor(name).settings {
+				if s != allSettings[0] && fs.Lookup(s) == nil {
+					t.Errorf("%s: flag --%s missing", name, s)
+				}
+			}
+		}()
+	}
+	// A setting flag keeps parsing into the configuration.
+	cfg := config.Default()
+	fs := newFlagSet("ingest", &cfg)
+	if err := fs.Parse([]string{"--chunk-size", "500", "--database-url", "postgres://h/db"}); err != nil || cfg.ChunkSize != 500 || cfg.DatabaseURL != "postgres://h/db" {
+		t.Errorf("parse: %v, chunk size %d, database %q", err, cfg.ChunkSize, cfg.DatabaseURL)
+	}
+}
+
 func TestMigrateIngestEval(t *testing.T) {
 	db := pgtest.NewEmptyDatabase(t)
 	vars := map[string]string{"DATABASE_URL": db}
@@ -104,11 +223,11 @@ func TestMigrateIngestEval(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, ".hidden"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".hidden", "c.txt"), []byte("hidden"), 0o644)
 	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "cli", dir)
-	if err != nil || !strings.Contains(out, "2 files (0 failed)") || !strings.Contains(errOut, "ready") {
+	if err != nil || !strings.Contains(out, "2 ingested, 0 already present, 0 failed, 2 skipped") || !strings.Contains(errOut, "ready") {
 		t.Fatalf("ingest: %v\nstdout %s\nstderr %s", err, out, errOut)
 	}
 	out, _, err = runCLI(t, vars, "ingest", "--conversation", "cli", filepath.Join(dir, "a.md"))
-	if err != nil || !strings.Contains(out, "1 files (0 failed)") {
+	if err != nil || !strings.Contains(out, "0 ingested, 1 already present, 0 failed, 0 skipped") {
 		t.Fatalf("re-ingest: %v %s", err, out)
 	}
 
@@ -140,5 +259,73 @@ func TestMigrateIngestEval(t *testing.T) {
 	out, _, err = runCLI(t, vars, "audit", "prune", "--older-than", "30d")
 	if err != nil || !strings.Contains(out, "deleted 0") {
 		t.Errorf("prune: %q %v", out, err)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "bed75bf0a1b2c3d4e5f60718293a4b5c6d7e8f90"}}
+	tests := []struct {
+		name string
+		set  string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"set at build time", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v9.9.9"}}, "v1.2.3"},
+		{"module version", "dev", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, "v1.4.0"},
+		{"revision", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "false"})}, "dev-bed75bf0a1b2"},
+		{"dirty revision", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "true"})}, "dev-bed75bf0a1b2-dirty"},
+		{"short revision", "dev", &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}}}, "dev-abc"},
+		{"nothing stamped", "dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"no build info", "dev", nil, "dev"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := buildVersion(tt.set, tt.info); got != tt.want {
+				t.Errorf("buildVersion = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAuditDatabaseAdvice checks that the audit commands say what to fix
+// about the database instead of showing an SQL error.
+func TestAuditDatabaseAdvice(t *testing.T) {
+	empty := pgtest.NewEmptyDatabase(t)
+	u, err := url.Parse(empty)
+	if err != nil || u.User == nil {
+		t.Skipf("DATABASE_URL is not a URL with a user; cannot derive a wrong password")
+	}
+	wrong := *u
+	wrong.User = url.UserPassword(u.User.Username(), "not-the-password")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := *u
+	refused.Host = l.Addr().String()
+	l.Close()
+	tests := []struct {
+		name     string
+		url      string
+		want     string
+		not      string
+		exitCode int
+	}{
+		{"not migrated", empty, "run `mcpsearch migrate` first", "SQLSTATE", 1},
+		{"wrong password", wrong.String(), "check the user and password in DATABASE_URL", "unavailable", 1},
+		{"nothing listening", refused.String(), "is PostgreSQL running", "password", 1},
+	}
+	for _, tt := range tests {
+		for _, args := range [][]string{{"audit", "tail"}, {"audit", "prune", "--older-than", "30d"}} {
+			t.Run(tt.name+"/"+args[1], func(t *testing.T) {
+				out, _, err := runCLI(t, map[string]string{"DATABASE_URL": tt.url}, args...)
+				if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), tt.not) {
+					t.Fatalf("err %v, want one saying %q and not %q", err, tt.want, tt.not)
+				}
+				if exitCode(err) != tt.exitCode || out != "" {
+					t.Errorf("exit %d, stdout %q", exitCode(err), out)
+				}
+			})
+		}
 	}
 }

@@ -30,13 +30,11 @@ func loadConfig(env *environment, name string, args []string, extra func(fs *fla
 	if err := cfg.LoadEnv(env.environ); err != nil {
 		return cfg, nil, usageError{err}
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	cfg.RegisterFlags(fs)
+	fs := newFlagSet(name, &cfg)
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(env, fs, args); err != nil {
 		return cfg, fs, err
 	}
 	if err := errors.Join(cfg.Validate(), server.CheckToolSettings(cfg)); err != nil {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// TestIngestFolderListsSkippedFiles walks a folder holding one of each kind
+// of file ingest leaves out and checks that each is listed with its reason,
+// that files are judged by content as uploads are, and that the summary
+// counts every file.
+func TestIngestFolderListsSkippedFiles(t *testing.T) {
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_max_file_mb": "1"}
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("notes/a.md", []byte("# Alpha\n\nThe answer to the E1047 puzzle is forty-two."))
+	// No extension: text by its content, as an upload of it would be.
+	write("copyright", []byte("Copyright 2026 the authors. Permission is granted to copy this file."))
+	// A name with a terminal escape is printed escaped.
+	write("evil\x1b[31m.txt", []byte("A file whose name colours the terminal."))
+	write("image.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	write("blob.dat", []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7})
+	write("empty.txt", nil)
+	write("big.txt", []byte(strings.Repeat("a", 1<<20+1)))
+	write(".env", []byte("SECRET=1"))
+	write(".git/config", []byte("[core]"))
+	if err := os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "notes"), filepath.Join(dir, "notes-link")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"image.png":  "unsupported type: PNG image",
+		"blob.dat":   "unsupported type: binary content",
+		"empty.txt":  "empty file",
+		"big.txt":    "too large: 1.0 MB, over the limit of 1 MB (MCP_docs_max_file_mb)",
+		".env":       "hidden file",
+		".git/":      "hidden folder",
+		"broken":     "broken link",
+		"notes-link": "link to a folder, not followed",
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err == nil {
+		want["fifo"] = "not a regular file"
+	}
+	if os.Geteuid() != 0 {
+		// Root reads any folder; only others can be refused.
+		write("locked/x.txt", []byte("locked away"))
+		if err := os.Chmod(filepath.Join(dir, "locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(filepath.Join(dir, "locked"), 0o755) })
+		want["locked"] = "unreadable: permission denied"
+	}
+
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "walk", dir)
+	if err != nil {
+		t.Fatalf("ingest: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	for name, reason := range want {
+		path := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "/") {
+			path += string(filepath.Separator)
+		}
+		if line := "skipped " + path + ": " + reason; !strings.Contains(errOut, line+"\n") {
+			t.Errorf("stderr lacks %q:\n%s", line, errOut)
+		}
+	}
+	for _, name := range []string{"notes/a.md", "copyright", `evil\x1b[31m.txt`} {
+		if !strings.Contains(errOut, "ready   "+filepath.Join(dir, name)+":") {
+			t.Errorf("%s not ingested:\n%s", name, errOut)
+		}
+	}
+	summary := "3 ingested, 0 already present, 0 failed, " + strconv.Itoa(len(want)) + " skipped;"
+	if !strings.HasPrefix(out, summary) {
+		t.Errorf("summary %q, want it to start with %q", out, summary)
+	}
+	checkClean(t, out+errOut)
+
+	// Files named explicitly are tried whatever they look like; what the
+	// ingester refuses is a failure, reported without the file's bytes.
+	write("report.pdf", []byte("%PDF-1.7\n\x00\x01\x1b[2J\xff\xfe garbage that is no PDF \x00\x07"))
+	out, errOut, err = runCLI(t, vars, "ingest", "--conversation", "walk",
+		filepath.Join(dir, "image.png"), filepath.Join(dir, "report.pdf"), filepath.Join(dir, "notes", "a.md"), filepath.Join(dir, "big.txt"))
+	if err == nil || exitCode(err) != 1 {
+		t.Fatalf("explicit files: err %v, want failures (exit 1)\nstderr %s", err, errOut)
+	}
+	if !strings.HasPrefix(out, "0 ingested, 1 already present, 3 failed, 0 skipped;") {
+		t.Errorf("summary %q", out)
+	}
+	for _, line := range []string{
+		"failed  " + filepath.Join(dir, "image.png") + ": ",
+		"failed  " + filepath.Join(dir, "report.pdf") + ": ",
+		"failed  " + filepath.Join(dir, "big.txt") + ": too large: 1.0 MB, over the limit of 1 MB (MCP_docs_max_file_mb)",
+		"exists  " + filepath.Join(dir, "notes", "a.md"),
+	} {
+		if !strings.Contains(errOut, line) {
+			t.Errorf("stderr lacks %q:\n%s", line, errOut)
+		}
+	}
+	checkClean(t, out+errOut)
+}
+
+// checkClean fails when s holds invalid UTF-8 or control characters other
+// than line ends.
+func checkClean(t *testing.T, s string) {
+	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Errorf("output is not valid UTF-8: %q", s)
+	}
+	for _, r := range s {
+		if r != '\n' && unicode.IsControl(r) {
+			t.Errorf("output holds control character %U: %q", r, s)
+			return
+		}
+	}
+}
