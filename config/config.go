@@ -395,6 +395,9 @@ func editDistance(a, b string) int {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	for _, v := range vars() {
 		usage := fmt.Sprintf("%s (env %s, default %s)", v.usage, v.name, v.get(c))
+		if v.get(c) == "" {
+			usage = fmt.Sprintf("%s (env %s)", v.usage, v.name)
+		}
 		set := func(s string) error { return v.set(c, s) }
 		if v.isBool() {
 			fs.BoolFunc(v.flag, usage, set)
