@@ -51,6 +51,14 @@ type IngestOptions struct {
 	Chunk chunk.Options
 	// MaxFileBytes is the largest accepted upload; zero means 50 MB.
 	MaxFileBytes int64
+	// MaxTextBytes bounds the text extracted from one file; zero means
+	// extract.DefaultMaxTextBytes. A file yielding more fails.
+	MaxTextBytes int64
+	// MaxPDFStreamBytes and MaxPDFDecodedBytes bound what one PDF stream,
+	// and all streams of one PDF, may decode to; zero means the defaults of
+	// extract.Limits. Together with MaxTextBytes they bound the memory a
+	// worker spends on one file.
+	MaxPDFStreamBytes, MaxPDFDecodedBytes int64
 	// Workers is the number of files Submit's pool processes at once;
 	// zero means DefaultWorkers.
 	Workers int
@@ -369,7 +377,7 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 	case utf8.RuneCountInString(fileName) > MaxFileNameRunes:
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
-	if err := (extract.Limits{MaxBytes: in.opts.MaxFileBytes}).Check(int64(len(data))); err != nil {
+	if err := in.limits().Check(int64(len(data))); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
 	mt, err := extract.DetectType(fileName, declaredMIME, data)
@@ -502,7 +510,7 @@ func (in *Ingester) processFile(ctx context.Context, f File, mimeType string, da
 			return f, err
 		}
 	}
-	reason := failureReason(err)
+	reason := extract.CleanMessage(failureReason(err))
 	if failed, ok := in.st.markFailed(f, reason); ok {
 		f = failed
 	} else {
@@ -521,7 +529,7 @@ func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (do
 			err = fmt.Errorf("%w: internal error while reading the file", extract.ErrCorrupt)
 		}
 	}()
-	doc, err = extract.Extract(ctx, mimeType, data)
+	doc, err = in.limits().Extract(ctx, mimeType, data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -530,6 +538,16 @@ func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (do
 		return nil, nil, extract.ErrNoText
 	}
 	return doc, chunks, nil
+}
+
+// limits are the extraction limits of the options.
+func (in *Ingester) limits() extract.Limits {
+	return extract.Limits{
+		MaxBytes:           in.opts.MaxFileBytes,
+		MaxTextBytes:       in.opts.MaxTextBytes,
+		MaxPDFStreamBytes:  in.opts.MaxPDFStreamBytes,
+		MaxPDFDecodedBytes: in.opts.MaxPDFDecodedBytes,
+	}
 }
 
 // embedAll embeds texts in batches of embedBatch and checks what the
@@ -617,23 +635,37 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 	return ready, nil
 }
 
+// genericFailure is the reason stored when the real one cannot be.
+const genericFailure = "processing failed"
+
 // markFailed records a file's failure; it reports false when that could not
-// be recorded (the file is gone or the database is down).
+// be recorded (the file is gone or the database is down). The reason is
+// made storable first (see extract.CleanMessage); should the database still
+// refuse it, the generic reason is stored instead, so that a file never
+// stays processing for want of a storable reason.
 func (s *Store) markFailed(f File, reason string) (File, bool) {
 	// The failure is recorded even when the caller's context has ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	failed, err := scanFile(s.pool.QueryRow(ctx, `
-		UPDATE files SET status = 'failed', error = $2, updated_at = now()
-		WHERE id = $1 AND status = 'processing'
-		RETURNING `+fileColumns, f.ID, reason))
-	if err != nil {
-		if !errors.Is(err, pgx.ErrNoRows) {
-			s.log.Error("docs: cannot record a failed file", "file_id", f.ID, "reason", reason, "error", err)
+	reason = extract.CleanMessage(reason)
+	for _, r := range []string{reason, genericFailure} {
+		failed, err := scanFile(s.pool.QueryRow(ctx, `
+			UPDATE files SET status = 'failed', error = $2, updated_at = now()
+			WHERE id = $1 AND status = 'processing'
+			RETURNING `+fileColumns, f.ID, r))
+		switch {
+		case err == nil:
+			return failed, true
+		case errors.Is(err, pgx.ErrNoRows):
+			return f, false
 		}
-		return f, false
+		err = dbError("docs: record a failed file", err)
+		s.log.Error("docs: cannot record a failed file", "file_id", f.ID, "reason", r, "error", err)
+		if errors.Is(err, ErrUnavailable) {
+			return f, false
+		}
 	}
-	return failed, true
+	return f, false
 }
 
 // failureReason says why processing failed, for File.Error.
