@@ -25,6 +25,9 @@ type Chunk struct {
 	// extracted text.
 	CharStart int
 	CharEnd   int
+	// Source is the URL the chunk's file was fetched from; "" for a file
+	// uploaded directly.
+	Source string
 }
 
 // parseID validates a file or chunk id before it reaches the database and
@@ -87,9 +90,7 @@ func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
 	}
 	var text *string
 	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, extracted_text FROM files WHERE id = $1`, id)
-	var f File
-	err = row.Scan(&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
-		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.CreatedAt, &f.UpdatedAt, &text)
+	f, err := scanFile(row, &text)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return File{}, "", fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
 	}
@@ -111,10 +112,10 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 	var c Chunk
 	err = s.pool.QueryRow(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
-		       c.ordinal, c.page_number, c.char_start, c.char_end
+		       c.ordinal, c.page_number, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
 		WHERE c.id = $1`, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
-		&c.Ordinal, &c.PageNumber, &c.CharStart, &c.CharEnd)
+		&c.Ordinal, &c.PageNumber, &c.CharStart, &c.CharEnd, &c.Source)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Chunk{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
 	}

@@ -35,6 +35,8 @@ const (
 	MaxConversationIDLen = 256
 	// MaxFileNameRunes is the longest file name, in characters.
 	MaxFileNameRunes = 512
+	// MaxSourceLen is the longest source URL, in bytes.
+	MaxSourceLen = 4096
 )
 
 // Defaults applied by NewIngester to zero IngestOptions fields.
@@ -49,6 +51,14 @@ type IngestOptions struct {
 	Chunk chunk.Options
 	// MaxFileBytes is the largest accepted upload; zero means 50 MB.
 	MaxFileBytes int64
+	// MaxTextBytes bounds the text extracted from one file; zero means
+	// extract.DefaultMaxTextBytes. A file yielding more fails.
+	MaxTextBytes int64
+	// MaxPDFStreamBytes and MaxPDFDecodedBytes bound what one PDF stream,
+	// and all streams of one PDF, may decode to; zero means the defaults of
+	// extract.Limits. Together with MaxTextBytes they bound the memory a
+	// worker spends on one file.
+	MaxPDFStreamBytes, MaxPDFDecodedBytes int64
 	// Workers is the number of files Submit's pool processes at once;
 	// zero means DefaultWorkers.
 	Workers int
@@ -194,6 +204,9 @@ type File struct {
 	ChunkCount     int
 	// PageCount is the number of PDF pages; 0 for formats without pages.
 	PageCount int
+	// Source is the URL the file was fetched from; "" for a file uploaded
+	// directly.
+	Source string
 	// Duplicate is set by Ingest and Submit when the same bytes were
 	// already uploaded to the conversation: the existing file is returned
 	// and nothing is processed again.
@@ -204,13 +217,31 @@ type File struct {
 
 // fileColumns is the select list scanFile reads.
 const fileColumns = `id::text, conversation_id, file_name, mime_type, sha256, status, error,
-	embedding_model, size_bytes, chunk_count, page_count, created_at, updated_at`
+	embedding_model, size_bytes, chunk_count, page_count, source_url, created_at, updated_at`
 
-func scanFile(row pgx.Row) (File, error) {
+// scanFile reads a row of fileColumns followed by the extra columns, if
+// any, into extra.
+func scanFile(row pgx.Row, extra ...any) (File, error) {
 	var f File
-	err := row.Scan(&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
-		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.CreatedAt, &f.UpdatedAt)
+	dest := []any{&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
+		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.CreatedAt, &f.UpdatedAt}
+	err := row.Scan(append(dest, extra...)...)
 	return f, err
+}
+
+// Upload is a file to store, for IngestUpload.
+type Upload struct {
+	ConversationID string
+	FileName       string
+	// MIMEType is the media type the sender declared, if any; the content
+	// and the file name weigh more (see extract.DetectType).
+	MIMEType string
+	// Source is the URL the file was fetched from, kept with the file and
+	// shown with it and its search results; "" for a direct upload. At most
+	// MaxSourceLen bytes of printable UTF-8.
+	Source string
+	// Data holds the file's bytes.
+	Data []byte
 }
 
 // upload is a validated upload.
@@ -218,6 +249,7 @@ type upload struct {
 	conversationID string
 	fileName       string
 	mimeType       string
+	source         string
 	sha256         string
 	data           []byte
 }
@@ -243,10 +275,15 @@ type job struct {
 // it is kept; Ingest then returns that failed File together with an error
 // wrapping ErrProcessing and the cause.
 func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
+	return in.IngestUpload(ctx, Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
+}
+
+// IngestUpload is Ingest of an Upload, which may name the file's source.
+func (in *Ingester) IngestUpload(ctx context.Context, u Upload) (File, error) {
 	if in.isClosed() {
 		return File{}, fmt.Errorf("docs: ingest: %w", ErrClosed)
 	}
-	up, err := in.validate(conversationID, fileName, mimeType, data)
+	up, err := in.validate(u)
 	if err != nil {
 		return File{}, err
 	}
@@ -263,7 +300,7 @@ func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeTy
 // returned as in Ingest. When the queue is full Submit returns ErrBusy and
 // records nothing. data must not be modified after Submit returns.
 func (in *Ingester) Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	up, err := in.validate(conversationID, fileName, mimeType, data)
+	up, err := in.validate(Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
 	if err != nil {
 		return File{}, err
 	}
@@ -322,12 +359,16 @@ func (in *Ingester) work() {
 
 // validate checks an upload's arguments, size and type before anything is
 // stored.
-func (in *Ingester) validate(conversationID, fileName, declaredMIME string, data []byte) (upload, error) {
-	conversationID, err := CheckConversationID(conversationID)
+func (in *Ingester) validate(u Upload) (upload, error) {
+	conversationID, err := CheckConversationID(u.ConversationID)
 	if err != nil {
 		return upload{}, err
 	}
-	fileName = strings.TrimSpace(fileName)
+	source, err := checkSource(u.Source)
+	if err != nil {
+		return upload{}, err
+	}
+	fileName, declaredMIME, data := strings.TrimSpace(u.FileName), u.MIMEType, u.Data
 	switch {
 	case fileName == "":
 		return upload{}, fmt.Errorf("docs: %w: empty file name", ErrInvalidArgument)
@@ -336,7 +377,7 @@ func (in *Ingester) validate(conversationID, fileName, declaredMIME string, data
 	case utf8.RuneCountInString(fileName) > MaxFileNameRunes:
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
-	if err := (extract.Limits{MaxBytes: in.opts.MaxFileBytes}).Check(int64(len(data))); err != nil {
+	if err := in.limits().Check(int64(len(data))); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
 	mt, err := extract.DetectType(fileName, declaredMIME, data)
@@ -348,9 +389,23 @@ func (in *Ingester) validate(conversationID, fileName, declaredMIME string, data
 		conversationID: conversationID,
 		fileName:       fileName,
 		mimeType:       mt,
+		source:         source,
 		sha256:         hex.EncodeToString(sum[:]),
 		data:           data,
 	}, nil
+}
+
+// checkSource validates a source URL and returns it without surrounding
+// spaces.
+func checkSource(src string) (string, error) {
+	src = strings.TrimSpace(src)
+	switch {
+	case len(src) > MaxSourceLen:
+		return "", fmt.Errorf("docs: %w: source URL is %d bytes long; the limit is %d", ErrInvalidArgument, len(src), MaxSourceLen)
+	case !utf8.ValidString(src) || strings.ContainsFunc(src, unicode.IsControl):
+		return "", fmt.Errorf("docs: %w: source URL is not printable UTF-8 text", ErrInvalidArgument)
+	}
+	return src, nil
 }
 
 // CheckConversationID validates a conversation id and returns it without
@@ -381,11 +436,11 @@ func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
 	// between those statements sends it round again.
 	for range 3 {
 		f, err := scanFile(s.pool.QueryRow(ctx, `
-			INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256)
-			VALUES ($1, $2, $3, $4, $5)
+			INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, source_url)
+			VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (conversation_id, sha256) DO NOTHING
 			RETURNING `+fileColumns,
-			up.conversationID, up.fileName, up.mimeType, len(up.data), up.sha256))
+			up.conversationID, up.fileName, up.mimeType, len(up.data), up.sha256, up.source))
 		if err == nil {
 			return f, true, nil
 		}
@@ -393,11 +448,11 @@ func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
 			return File{}, false, dbError("docs: record upload", err)
 		}
 		f, err = scanFile(s.pool.QueryRow(ctx, `
-			UPDATE files SET status = 'processing', error = '', file_name = $3, mime_type = $4, updated_at = now()
+			UPDATE files SET status = 'processing', error = '', file_name = $3, mime_type = $4, source_url = $6, updated_at = now()
 			WHERE conversation_id = $1 AND sha256 = $2
 			  AND (status = 'failed' OR (status = 'processing' AND updated_at < now() - make_interval(secs => $5)))
 			RETURNING `+fileColumns,
-			up.conversationID, up.sha256, up.fileName, up.mimeType, staleAfter.Seconds()))
+			up.conversationID, up.sha256, up.fileName, up.mimeType, staleAfter.Seconds(), up.source))
 		if err == nil {
 			return f, true, nil
 		}
@@ -455,7 +510,7 @@ func (in *Ingester) processFile(ctx context.Context, f File, mimeType string, da
 			return f, err
 		}
 	}
-	reason := failureReason(err)
+	reason := extract.CleanMessage(failureReason(err))
 	if failed, ok := in.st.markFailed(f, reason); ok {
 		f = failed
 	} else {
@@ -474,7 +529,7 @@ func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (do
 			err = fmt.Errorf("%w: internal error while reading the file", extract.ErrCorrupt)
 		}
 	}()
-	doc, err = extract.Extract(ctx, mimeType, data)
+	doc, err = in.limits().Extract(ctx, mimeType, data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,6 +538,16 @@ func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (do
 		return nil, nil, extract.ErrNoText
 	}
 	return doc, chunks, nil
+}
+
+// limits are the extraction limits of the options.
+func (in *Ingester) limits() extract.Limits {
+	return extract.Limits{
+		MaxBytes:           in.opts.MaxFileBytes,
+		MaxTextBytes:       in.opts.MaxTextBytes,
+		MaxPDFStreamBytes:  in.opts.MaxPDFStreamBytes,
+		MaxPDFDecodedBytes: in.opts.MaxPDFDecodedBytes,
+	}
 }
 
 // embedAll embeds texts in batches of embedBatch and checks what the
@@ -570,23 +635,37 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 	return ready, nil
 }
 
+// genericFailure is the reason stored when the real one cannot be.
+const genericFailure = "processing failed"
+
 // markFailed records a file's failure; it reports false when that could not
-// be recorded (the file is gone or the database is down).
+// be recorded (the file is gone or the database is down). The reason is
+// made storable first (see extract.CleanMessage); should the database still
+// refuse it, the generic reason is stored instead, so that a file never
+// stays processing for want of a storable reason.
 func (s *Store) markFailed(f File, reason string) (File, bool) {
 	// The failure is recorded even when the caller's context has ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	failed, err := scanFile(s.pool.QueryRow(ctx, `
-		UPDATE files SET status = 'failed', error = $2, updated_at = now()
-		WHERE id = $1 AND status = 'processing'
-		RETURNING `+fileColumns, f.ID, reason))
-	if err != nil {
-		if !errors.Is(err, pgx.ErrNoRows) {
-			s.log.Error("docs: cannot record a failed file", "file_id", f.ID, "reason", reason, "error", err)
+	reason = extract.CleanMessage(reason)
+	for _, r := range []string{reason, genericFailure} {
+		failed, err := scanFile(s.pool.QueryRow(ctx, `
+			UPDATE files SET status = 'failed', error = $2, updated_at = now()
+			WHERE id = $1 AND status = 'processing'
+			RETURNING `+fileColumns, f.ID, r))
+		switch {
+		case err == nil:
+			return failed, true
+		case errors.Is(err, pgx.ErrNoRows):
+			return f, false
 		}
-		return f, false
+		err = dbError("docs: record a failed file", err)
+		s.log.Error("docs: cannot record a failed file", "file_id", f.ID, "reason", r, "error", err)
+		if errors.Is(err, ErrUnavailable) {
+			return f, false
+		}
 	}
-	return failed, true
+	return f, false
 }
 
 // failureReason says why processing failed, for File.Error.

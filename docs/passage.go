@@ -35,6 +35,9 @@ type Passage struct {
 	// without pages.
 	PageStart int
 	PageEnd   int
+	// Source is the URL the file was fetched from; "" for a file uploaded
+	// directly.
+	Source string
 }
 
 // Passage returns the chunk chunkID with up to before chunks preceding it
@@ -54,7 +57,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	// characters), so overlaps appear once.
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id,
-		       c.page_number, c.char_start, c.char_end
+		       c.page_number, c.char_start, c.char_end, f.source_url
 		FROM chunks h
 		JOIN chunks c ON c.file_id = h.file_id AND c.ordinal BETWEEN h.ordinal - $2 AND h.ordinal + $3
 		JOIN files f ON f.id = c.file_id
@@ -65,7 +68,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	}
 	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
 		var c Chunk
-		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.CharStart, &c.CharEnd)
+		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.CharStart, &c.CharEnd, &c.Source)
 		return c, err
 	})
 	if err != nil {
@@ -85,6 +88,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 		CharEnd:        first.CharEnd,
 		PageStart:      first.PageNumber,
 		PageEnd:        last.PageNumber,
+		Source:         first.Source,
 	}
 	for _, c := range chunks {
 		p.ChunkIDs = append(p.ChunkIDs, c.ID)

@@ -94,6 +94,9 @@ type Hit struct {
 	// extracted text.
 	CharStart int
 	CharEnd   int
+	// Source is the URL the chunk's file was fetched from; "" for a file
+	// uploaded directly.
+	Source string
 }
 
 // candidate is a chunk in one ranking, before its content is fetched.
@@ -555,7 +558,7 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 		ids[i] = c.id
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, c.char_start, c.char_end
+		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
 		WHERE c.id = ANY($1::uuid[])`, ids)
 	if err != nil {
@@ -563,7 +566,7 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 	}
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
 		var h Hit
-		err := r.Scan(&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.CharStart, &h.CharEnd)
+		err := r.Scan(&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.CharStart, &h.CharEnd, &h.Source)
 		return h, err
 	})
 	if err != nil {
