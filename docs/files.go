@@ -19,8 +19,13 @@ type Chunk struct {
 	// Ordinal is the chunk's position in its file, from 0.
 	Ordinal int
 	// PageNumber is the PDF page the chunk starts on; 0 for formats without
-	// pages.
+	// pages. It equals PageStart.
 	PageNumber int
+	// PageStart and PageEnd are the PDF pages of the chunk's first and last
+	// characters: a chunk that runs from page 7 onto page 8 has 7 and 8.
+	// 0 for formats without pages.
+	PageStart int
+	PageEnd   int
 	// CharStart and CharEnd are the chunk's rune offsets in the file's
 	// extracted text.
 	CharStart int
@@ -29,6 +34,10 @@ type Chunk struct {
 	// uploaded directly.
 	Source string
 }
+
+// pageRange selects a chunk c's page_start and page_end; chunks stored
+// before they existed lie on their page_number (see migration 006).
+const pageRange = `coalesce(c.page_start, c.page_number), coalesce(c.page_end, c.page_number)`
 
 // parseID validates a file or chunk id before it reaches the database and
 // returns its canonical form.
@@ -112,10 +121,10 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 	var c Chunk
 	err = s.pool.QueryRow(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
-		       c.ordinal, c.page_number, c.char_start, c.char_end, f.source_url
+		       c.ordinal, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
 		WHERE c.id = $1`, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
-		&c.Ordinal, &c.PageNumber, &c.CharStart, &c.CharEnd, &c.Source)
+		&c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &c.CharStart, &c.CharEnd, &c.Source)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Chunk{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
 	}

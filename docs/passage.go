@@ -31,8 +31,8 @@ type Passage struct {
 	CharStart int
 	CharEnd   int
 	// PageStart and PageEnd are the PDF pages the passage starts and ends
-	// on: the first chunk's page and the last chunk's; 0 for formats
-	// without pages.
+	// on: the first chunk's PageStart and the last chunk's PageEnd; 0 for
+	// formats without pages.
 	PageStart int
 	PageEnd   int
 	// Source is the URL the file was fetched from; "" for a file uploaded
@@ -57,7 +57,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	// characters), so overlaps appear once.
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id,
-		       c.page_number, c.char_start, c.char_end, f.source_url
+		       c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks h
 		JOIN chunks c ON c.file_id = h.file_id AND c.ordinal BETWEEN h.ordinal - $2 AND h.ordinal + $3
 		JOIN files f ON f.id = c.file_id
@@ -68,7 +68,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	}
 	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
 		var c Chunk
-		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.CharStart, &c.CharEnd, &c.Source)
+		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.PageStart, &c.PageEnd, &c.CharStart, &c.CharEnd, &c.Source)
 		return c, err
 	})
 	if err != nil {
@@ -86,8 +86,8 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 		LastChunkID:    last.ID,
 		CharStart:      first.CharStart,
 		CharEnd:        first.CharEnd,
-		PageStart:      first.PageNumber,
-		PageEnd:        last.PageNumber,
+		PageStart:      first.PageStart,
+		PageEnd:        last.PageEnd,
 		Source:         first.Source,
 	}
 	for _, c := range chunks {

@@ -84,8 +84,12 @@ type Hit struct {
 	// query's, in every mode.
 	Similarity float64
 	// PageNumber is the PDF page the chunk starts on; 0 for formats without
-	// pages.
+	// pages. It equals PageStart.
 	PageNumber int
+	// PageStart and PageEnd are the PDF pages of the chunk's first and last
+	// characters; 0 for formats without pages.
+	PageStart int
+	PageEnd   int
 	// Score is the mode's ranking score: the reciprocal rank fusion score
 	// in Hybrid mode, the cosine similarity in Vector mode, the BM25 score
 	// in Keyword mode. Hits are ordered by it, highest first.
@@ -558,7 +562,7 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 		ids[i] = c.id
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, c.char_start, c.char_end, f.source_url
+		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
 		WHERE c.id = ANY($1::uuid[])`, ids)
 	if err != nil {
@@ -566,7 +570,7 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 	}
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
 		var h Hit
-		err := r.Scan(&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.CharStart, &h.CharEnd, &h.Source)
+		err := r.Scan(&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.PageStart, &h.PageEnd, &h.CharStart, &h.CharEnd, &h.Source)
 		return h, err
 	})
 	if err != nil {

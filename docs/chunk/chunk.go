@@ -77,9 +77,13 @@ type Chunk struct {
 	// document's text.
 	Content string
 	// Page is the number of the page the chunk starts on (0 for formats
-	// without pages). A chunk that runs onto the next page is cited by the
-	// page where its text begins.
+	// without pages): PageStart, kept for the page_number of citations.
 	Page int
+	// PageStart and PageEnd are the numbers of the pages holding the
+	// chunk's first and last characters (0 for formats without pages). A
+	// chunk that begins with the last lines of page 7 and runs onto page 8
+	// has PageStart 7 and PageEnd 8, so that a citation can name both.
+	PageStart, PageEnd int
 	// Start and End are rune offsets into extract.Document.Text.
 	Start, End int
 }
@@ -128,12 +132,15 @@ func (s *splitter) split() []Chunk {
 		// lies between their cuts) would repeat it.
 		if end > start && end > prevEnd {
 			prevEnd = end
+			first, last := s.pageNumber(start), s.pageNumber(end-1)
 			chunks = append(chunks, Chunk{
-				Ordinal: len(chunks),
-				Content: string(s.runes[start:end]),
-				Page:    s.pageNumber(start),
-				Start:   start,
-				End:     end,
+				Ordinal:   len(chunks),
+				Content:   string(s.runes[start:end]),
+				Page:      first,
+				PageStart: first,
+				PageEnd:   last,
+				Start:     start,
+				End:       end,
 			})
 		}
 		if cut >= n {

@@ -63,8 +63,11 @@ func checkChunks(t testing.TB, doc *extract.Document, o Options, chunks []Chunk)
 				t.Fatalf("chunks %d and %d overlap by %d runes, more than %d", i-1, i, prev.End-c.Start, o.Overlap)
 			}
 		}
-		if want := pageAt(doc, c.Start); c.Page != want {
-			t.Fatalf("chunk %d starts on page %d but says %d", i, want, c.Page)
+		if want := pageAt(doc, c.Start); c.Page != want || c.PageStart != want {
+			t.Fatalf("chunk %d starts on page %d but says page %d, page_start %d", i, want, c.Page, c.PageStart)
+		}
+		if want := pageAt(doc, c.End-1); c.PageEnd != want {
+			t.Fatalf("chunk %d ends on page %d but says %d", i, want, c.PageEnd)
 		}
 		for k := c.Start; k < c.End; k++ {
 			covered[k] = true
@@ -237,6 +240,47 @@ func TestSplitPages(t *testing.T) {
 	for _, c := range chunks {
 		if c.Start < doc.Pages[2].Start && c.End > doc.Pages[2].Start && c.Page != 2 {
 			t.Errorf("chunk spanning pages 2 and 3 says page %d", c.Page)
+		}
+	}
+}
+
+// TestSplitPageRanges checks the page range of chunks that run across page
+// ends: a chunk holding the last lines of page 7 and then page 8 reports
+// pages 7 to 8, and one within a page reports that page twice.
+func TestSplitPageRanges(t *testing.T) {
+	// Page 7 ends with four short lines after a long passage, so that the
+	// chunk holding them finds no page end in its second half and runs on
+	// into page 8.
+	long := strings.Repeat("A sentence of the long passage on page seven. ", 40)
+	tail := "Line one.\nLine two.\nLine three.\nLine four."
+	pages := []string{"one", "two", "three", "four", "five", "six", long + "\n\n" + tail, strings.Repeat("Page eight goes on. ", 20)}
+	doc := pagedDoc(pages...)
+	opts := Options{Size: 600, Overlap: 0}
+	chunks := Split(doc, opts)
+	checkChunks(t, doc, opts, chunks)
+	var ranges [][2]int
+	spans := false
+	for _, c := range chunks {
+		ranges = append(ranges, [2]int{c.PageStart, c.PageEnd})
+		if strings.Contains(c.Content, "Line four.") {
+			if c.PageStart != 7 || c.PageEnd != 8 || c.Page != 7 || !strings.Contains(c.Content, "Page eight") {
+				t.Errorf("chunk %q reports pages %d-%d (page %d), want 7-8 (page 7)", c.Content, c.PageStart, c.PageEnd, c.Page)
+			}
+			spans = true
+		}
+	}
+	if !spans {
+		t.Fatalf("no chunk holds the end of page 7: %v", ranges)
+	}
+	// The short pages 1 to 6 share the first chunk with the start of page 7.
+	if first := ranges[0]; first != [2]int{1, 7} {
+		t.Errorf("first chunk covers pages %v, want 1-7", first)
+	}
+
+	text := textDoc(strings.Repeat("No pages here. ", 100))
+	for _, c := range Split(text, opts) {
+		if c.Page != 0 || c.PageStart != 0 || c.PageEnd != 0 {
+			t.Errorf("chunk of a document without pages reports pages %d-%d", c.PageStart, c.PageEnd)
 		}
 	}
 }

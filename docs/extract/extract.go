@@ -100,7 +100,9 @@ func (l Limits) Check(size int64) error {
 //
 // Plain text and Markdown are kept verbatim apart from repairs; HTML yields its
 // visible text, one paragraph per block element; PDF yields the text of every
-// page, pages numbered from 1. All formats are repaired rather than rejected
+// page, pages numbered from 1, without the running headers and footers (a
+// title, a chapter name, a page number) repeated at the top or bottom of
+// most pages, so that passages read on across page ends. All formats are repaired rather than rejected
 // for encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
 // line endings are normalised to "\n".
 //

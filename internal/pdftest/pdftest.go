@@ -108,6 +108,32 @@ func TextContent(font string, size float64, lines ...string) string {
 	return b.String()
 }
 
+// RunningPages returns a document like Pages whose every page also draws a
+// running header line at its top and a running footer line at its bottom,
+// in 9-point Helvetica, as word processors set them: header and footer
+// return the line of page n, counted from 1 (a page number may be part of
+// it). A nil function or an empty line draws nothing. Each page draws its
+// header, then its body, then its footer.
+func RunningPages(header, footer func(page int) string, pages ...[]string) []byte {
+	w := New()
+	for i, lines := range pages {
+		var b strings.Builder
+		if header != nil {
+			if h := header(i + 1); h != "" {
+				fmt.Fprintf(&b, "BT /F1 9 Tf 72 756 Td (%s) Tj ET\n", Escape(h))
+			}
+		}
+		b.WriteString(TextContent("F1", 12, lines...))
+		if footer != nil {
+			if f := footer(i + 1); f != "" {
+				fmt.Fprintf(&b, "BT /F1 9 Tf 72 36 Td (%s) Tj ET\n", Escape(f))
+			}
+		}
+		w.Page(b.String())
+	}
+	return w.Bytes()
+}
+
 // escaper backslash-escapes the characters a literal string cannot hold as
 // they are.
 var escaper = strings.NewReplacer(`\`, `\\`, `(`, `\(`, `)`, `\)`)

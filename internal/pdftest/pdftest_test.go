@@ -34,6 +34,28 @@ func TestStructure(t *testing.T) {
 			content: []string{`(first \(page\)) Tj`, `(second \\ page) Tj`},
 		},
 		{
+			name: "RunningPages, a header and a footer on every page",
+			data: func() []byte {
+				return RunningPages(func(int) string { return "Field Guide (draft)" },
+					func(n int) string { return fmt.Sprintf("Page %d of 2", n) }, twoPages...)
+			},
+			version: "1.4",
+			objects: 1 + 2*len(twoPages) + 2,
+			want:    []string{"/Count 2"},
+			content: []string{
+				"BT /F1 9 Tf 72 756 Td (Field Guide \\(draft\\)) Tj ET\nBT /F1 12 Tf 72 720 Td",
+				"(first \\(page\\)) Tj\nET\nBT /F1 9 Tf 72 36 Td (Page 1 of 2) Tj ET\n",
+				"(Page 2 of 2) Tj",
+			},
+		},
+		{
+			name:    "RunningPages without header or footer",
+			data:    func() []byte { return RunningPages(nil, func(int) string { return "" }, twoPages[:1]...) },
+			version: "1.4",
+			objects: 1 + 2 + 2,
+			content: []string{"(first \\(page\\)) Tj\nET\n"},
+		},
+		{
 			name:    "Pages without pages",
 			data:    func() []byte { return Pages() },
 			version: "1.4",

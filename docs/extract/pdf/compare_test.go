@@ -20,8 +20,10 @@ import (
 //
 // It logs per document the mean over pages of the token F1 score (words
 // compared as bags, case-folded) and the extraction speed, and fails when a
-// document scores below -minf1. It is skipped unless the flag is given and
-// pdftotext is installed.
+// document scores below -minf1. pdftotext keeps running headers and
+// footers, so the comparison reads the pages with them (KeepRunningLines);
+// the share of tokens that dropping them removes is logged apart. It is
+// skipped unless the flag is given and pdftotext is installed.
 var pdfDir = flag.String("pdfdir", "", "folder of PDFs to compare with pdftotext")
 
 // minF1 is the lowest acceptable mean page F1 of a document.
@@ -43,7 +45,7 @@ func TestCompareWithPdftotext(t *testing.T) {
 	}
 	sort.Strings(files)
 	var sumF1 float64
-	var allPages, allTP, allRef, allGot int
+	var allPages, allTP, allRef, allGot, allRunning int
 	var elapsed time.Duration
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -56,13 +58,20 @@ func TestCompareWithPdftotext(t *testing.T) {
 		}
 		refPages := strings.Split(string(ref), "\f")
 		start := time.Now()
-		doc, err := Extract(context.Background(), data, Options{})
+		doc, err := Extract(context.Background(), data, Options{KeepRunningLines: true})
 		took := time.Since(start)
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(file), err)
 			continue
 		}
 		elapsed += took
+		dropped, err := Extract(context.Background(), data, Options{})
+		if err != nil {
+			t.Errorf("%s without running lines: %v", filepath.Base(file), err)
+			continue
+		}
+		running := len(tokens(doc.Text)) - len(tokens(dropped.Text))
+		allRunning += running
 		runes := []rune(doc.Text)
 		missing, extra := map[string]int{}, map[string]int{}
 		var docF1 float64
@@ -89,11 +98,18 @@ func TestCompareWithPdftotext(t *testing.T) {
 		}
 		allPages += len(doc.Pages)
 		sumF1 += docF1
-		t.Logf("%-32s pages %4d  mean page F1 %.4f  %7.1f pages/s", filepath.Base(file), len(doc.Pages),
-			docF1/float64(len(doc.Pages)), float64(len(doc.Pages))/took.Seconds())
+		t.Logf("%-32s pages %4d  mean page F1 %.4f  %7.1f pages/s  running lines %4d tokens (%.1f%%)", filepath.Base(file), len(doc.Pages),
+			docF1/float64(len(doc.Pages)), float64(len(doc.Pages))/took.Seconds(), running, percent(running, len(tokens(doc.Text))))
 	}
-	t.Logf("ALL: pages %d  mean page F1 %.4f  token F1 %.4f  %.1f pages/s", allPages, sumF1/float64(allPages),
-		f1(allTP, allGot, allRef), float64(allPages)/elapsed.Seconds())
+	t.Logf("ALL: pages %d  mean page F1 %.4f  token F1 %.4f  %.1f pages/s  running lines %d tokens (%.1f%%)", allPages, sumF1/float64(allPages),
+		f1(allTP, allGot, allRef), float64(allPages)/elapsed.Seconds(), allRunning, percent(allRunning, allGot))
+}
+
+func percent(part, whole int) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
 }
 
 func tokens(s string) []string {

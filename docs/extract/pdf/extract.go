@@ -21,7 +21,8 @@ import (
 // Document is the extracted text of one PDF.
 type Document struct {
 	// Text is the text of every page, valid UTF-8, pages separated by a
-	// blank line.
+	// blank line, without the running headers and footers repeated at the
+	// top or bottom of most pages (unless Options.KeepRunningLines).
 	Text string
 	// Pages lists page spans in Text, in order, numbered from 1. Offsets
 	// are in runes (characters), not bytes.
@@ -73,6 +74,11 @@ type Options struct {
 	// MaxDecodedBytes bounds what all streams of the file decode to in
 	// total.
 	MaxDecodedBytes int64
+	// KeepRunningLines keeps running headers and footers, the lines
+	// repeated at the top or bottom of most pages, which are otherwise
+	// dropped from the text (see dropRunningLines). Comparisons with other
+	// extractors, which keep them, set it.
+	KeepRunningLines bool
 }
 
 func (o Options) withDefaults() Options {
@@ -188,13 +194,13 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 
 	fonts := newFontCache()
 	streams := newStreamCache(opts)
-	doc := &Document{Pages: make([]Page, 0, len(pages))}
+	texts := make([]string, len(pages))
 	var (
-		b            strings.Builder
-		pos          int
-		lastWithText int
-		glyphs       int
-		firstErr     error
+		// total is the length in bytes of the text so far, separators
+		// included.
+		total    int
+		glyphs   int
+		firstErr error
 	)
 	for i, pg := range pages {
 		if err := ctx.Err(); err != nil {
@@ -202,7 +208,7 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 		}
 		// The page may write what is left of the text budget, less the
 		// separator before it.
-		left := int(opts.MaxTextBytes) - b.Len() - len(pageSeparator)
+		left := int(opts.MaxTextBytes) - total - len(pageSeparator)
 		out := &textOut{limit: left, tooLarge: textTooLarge(opts.MaxTextBytes)}
 		text, drawn, err := extractPage(ctx, pg, fonts, streams, out)
 		if streams.err != nil {
@@ -221,28 +227,19 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 				firstErr = fmt.Errorf("page %d: %w", i+1, err)
 			}
 		}
-		if text != "" && b.Len() > 0 {
-			// The separator belongs to the last page with text; empty pages
-			// after it move to the separator's end and stay empty.
-			b.WriteString(pageSeparator)
-			pos += len(pageSeparator)
-			doc.Pages[lastWithText].End = pos
-			for j := lastWithText + 1; j < len(doc.Pages); j++ {
-				doc.Pages[j].Start, doc.Pages[j].End = pos, pos
-			}
+		if text != "" && total > 0 {
+			total += len(pageSeparator)
 		}
-		if text != "" {
-			lastWithText = len(doc.Pages)
-		}
-		if int64(b.Len()+len(text)) > opts.MaxTextBytes {
+		if int64(total+len(text)) > opts.MaxTextBytes {
 			return nil, textTooLarge(opts.MaxTextBytes)
 		}
-		start := pos
-		b.WriteString(text)
-		pos += runeCount(text)
-		doc.Pages = append(doc.Pages, Page{Number: i + 1, Start: start, End: pos})
+		total += len(text)
+		texts[i] = text
 	}
-	doc.Text = b.String()
+	if !opts.KeepRunningLines {
+		texts = dropRunningLines(texts)
+	}
+	doc := joinPages(texts)
 	if strings.TrimSpace(doc.Text) == "" {
 		switch {
 		case firstErr != nil:
@@ -253,6 +250,42 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 		return nil, fmt.Errorf("%w (scanned PDF?)", ErrNoText)
 	}
 	return doc, nil
+}
+
+// joinPages returns the document of the page texts, page i+1 at index i:
+// the texts with pageSeparator between those with text, and each page's span
+// in rune offsets. The separator belongs to the page before it; a page
+// without text is an empty span where it would stand.
+func joinPages(texts []string) *Document {
+	size := 0
+	for _, t := range texts {
+		size += len(t) + len(pageSeparator)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	doc := &Document{Pages: make([]Page, 0, len(texts))}
+	pos, lastWithText := 0, 0
+	for i, text := range texts {
+		if text != "" && b.Len() > 0 {
+			// Empty pages after the last page with text move to the
+			// separator's end and stay empty.
+			b.WriteString(pageSeparator)
+			pos += len(pageSeparator)
+			doc.Pages[lastWithText].End = pos
+			for j := lastWithText + 1; j < len(doc.Pages); j++ {
+				doc.Pages[j].Start, doc.Pages[j].End = pos, pos
+			}
+		}
+		if text != "" {
+			lastWithText = len(doc.Pages)
+		}
+		start := pos
+		b.WriteString(text)
+		pos += runeCount(text)
+		doc.Pages = append(doc.Pages, Page{Number: i + 1, Start: start, End: pos})
+	}
+	doc.Text = b.String()
+	return doc
 }
 
 // Error lets abortError travel as an error through page recovery.
