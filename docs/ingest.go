@@ -300,7 +300,12 @@ func (in *Ingester) IngestUpload(ctx context.Context, u Upload) (File, error) {
 // returned as in Ingest. When the queue is full Submit returns ErrBusy and
 // records nothing. data must not be modified after Submit returns.
 func (in *Ingester) Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	up, err := in.validate(Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
+	return in.SubmitUpload(ctx, Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
+}
+
+// SubmitUpload is Submit of an Upload, which may name the file's source.
+func (in *Ingester) SubmitUpload(ctx context.Context, u Upload) (File, error) {
+	up, err := in.validate(u)
 	if err != nil {
 		return File{}, err
 	}

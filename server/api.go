@@ -1,11 +1,15 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
+	"slices"
 	"net/http"
 	"strings"
 
@@ -19,27 +23,49 @@ const maxFilesPerUpload = 32
 //
 //	POST   /v1/conversations/{id}/files   multipart, one or more files -> 202
 //	GET    /v1/conversations/{id}/files
+//	DELETE /v1/conversations/{id}         every file of the conversation
 //	GET    /v1/files/{id}
 //	DELETE /v1/files/{id}
 func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/conversations/{id}/files", s.uploadFiles)
 	mux.HandleFunc("GET /v1/conversations/{id}/files", s.apiListFiles)
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.apiDeleteConversation)
 	mux.HandleFunc("GET /v1/files/{id}", s.apiGetFile)
 	mux.HandleFunc("DELETE /v1/files/{id}", s.apiDeleteFile)
 }
 
-// uploadResponse answers an upload: the files accepted, in part order.
+// uploadResponse answers an upload: one result per file or URL, in part
+// order.
 type uploadResponse struct {
 	Files []uploadedFile `json:"files"`
+	// Error is the first refusal when every part was refused.
+	Error *ToolError `json:"error,omitempty"`
 }
+
+// Upload outcomes of one part.
+const (
+	uploadAccepted  = "accepted"
+	uploadDuplicate = "duplicate"
+	uploadRefused   = "refused"
+)
 
 type uploadedFile struct {
 	FileInfo
-	// Duplicate is true when the same bytes were already uploaded to the
-	// conversation; the existing file is returned.
+	// Result is accepted (queued for processing), duplicate (the same
+	// bytes were already uploaded to the conversation: the existing file
+	// is returned) or refused (Error says why; nothing was stored).
+	Result string `json:"result"`
+	// Duplicate is true when the existing file is returned.
 	Duplicate bool `json:"duplicate"`
+	// Refusal is why a part was refused, in the contract's error body.
+	Refusal *ToolError `json:"refusal,omitempty"`
 }
 
+// uploadFiles takes multipart parts: files (-F file=@report.pdf) and URLs
+// to fetch (-F url=https://...). Each part gets its own result, so a
+// request never half-succeeds silently: 202 when every part was accepted or
+// already there, 207 when some were refused, and the refusal's own status
+// (413, 415, 503, ...) when all were.
 func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	conv, ok := s.pathConversation(w, r)
 	if !ok {
@@ -47,7 +73,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" {
-		writeError(w, r, badArg("send the files as multipart/form-data (curl -F file=@report.pdf)"))
+		writeError(w, r, badArg("send the files as multipart/form-data (curl -F file=@report.pdf, or -F url=https://...)"))
 		return
 	}
 	// The body may hold several files of up to the size limit each; the
@@ -59,46 +85,103 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out uploadResponse
+	var firstRefusal *ToolError
+	refuse := func(name string, err error) {
+		te := classify(r.Context(), err)
+		if firstRefusal == nil {
+			firstRefusal = te
+		}
+		out.Files = append(out.Files, uploadedFile{FileInfo: FileInfo{FileName: name}, Result: uploadRefused, Refusal: te})
+	}
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			writeError(w, r, fmt.Errorf("reading multipart body: %w", err))
-			return
+			// The body itself is broken: nothing after this point can be read.
+			refuse("", fmt.Errorf("reading multipart body: %w", err))
+			break
 		}
-		if part.FileName() == "" {
+		name, isURL := part.FileName(), part.FormName() == "url" && part.FileName() == ""
+		if name == "" && !isURL {
 			part.Close()
 			continue
 		}
 		if len(out.Files) == maxFilesPerUpload {
-			writeError(w, r, &ToolError{Code: CodeToolError, Status: http.StatusRequestEntityTooLarge,
+			part.Close()
+			refuse(name, &ToolError{Code: CodeToolError, Status: http.StatusRequestEntityTooLarge,
 				Message: fmt.Sprintf("send at most %d files per request", maxFilesPerUpload)})
-			return
+			break
 		}
-		data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+		var up docs.Upload
+		if isURL {
+			up, err = s.fetchUpload(r.Context(), conv, part)
+		} else {
+			up, err = s.readUpload(conv, part)
+		}
 		part.Close()
 		if err != nil {
-			writeError(w, r, fmt.Errorf("reading %s: %w", part.FileName(), err))
-			return
+			refuse(cmp.Or(name, up.Source), err)
+			continue
 		}
-		if int64(len(data)) > s.cfg.MaxFileBytes {
-			writeError(w, r, fmt.Errorf("%s is larger than the %d MB limit (MCP_docs_max_file_mb): %w", part.FileName(), s.cfg.MaxFileBytes>>20, docs.ErrTooLarge))
-			return
-		}
-		f, err := s.deps.Ingest.Submit(r.Context(), conv, part.FileName(), part.Header.Get("Content-Type"), data)
+		f, err := s.deps.Ingest.SubmitUpload(r.Context(), up)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			refuse(cmp.Or(up.Source, name), err)
+			continue
 		}
-		out.Files = append(out.Files, uploadedFile{FileInfo: fileInfo(f), Duplicate: f.Duplicate})
+		res := uploadedFile{FileInfo: fileInfo(f), Result: uploadAccepted, Duplicate: f.Duplicate}
+		if f.Duplicate {
+			res.Result = uploadDuplicate
+		}
+		out.Files = append(out.Files, res)
 	}
-	if len(out.Files) == 0 {
-		writeError(w, r, badArg("no file in the upload: send at least one multipart part with a filename"))
-		return
+	switch {
+	case len(out.Files) == 0:
+		writeError(w, r, badArg("no file in the upload: send at least one multipart part with a filename, or a url field"))
+	case firstRefusal == nil:
+		writeJSON(w, http.StatusAccepted, out)
+	case !slices.ContainsFunc(out.Files, func(f uploadedFile) bool { return f.Result != uploadRefused }):
+		errorHeaders(w, firstRefusal)
+		out.Error = firstRefusal
+		writeJSON(w, firstRefusal.Status, out)
+	default:
+		writeJSON(w, http.StatusMultiStatus, out)
 	}
-	writeJSON(w, http.StatusAccepted, out)
+}
+
+// readUpload reads one file part, refusing it past the size limit.
+func (s *Server) readUpload(conv string, part *multipart.Part) (docs.Upload, error) {
+	data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+	if err != nil {
+		return docs.Upload{}, fmt.Errorf("reading the file: %w", err)
+	}
+	if int64(len(data)) > s.cfg.MaxFileBytes {
+		return docs.Upload{}, fmt.Errorf("larger than the %d MB limit (MCP_docs_max_file_mb): %w", s.cfg.MaxFileBytes>>20, docs.ErrTooLarge)
+	}
+	return docs.Upload{ConversationID: conv, FileName: part.FileName(), MIMEType: part.Header.Get("Content-Type"), Data: data}, nil
+}
+
+// fetchUpload reads a url part and fetches the page it names, with
+// fetch_url's client and address rules; the URL becomes the file's source.
+func (s *Server) fetchUpload(ctx context.Context, conv string, part *multipart.Part) (docs.Upload, error) {
+	raw, err := io.ReadAll(io.LimitReader(part, 4097))
+	target := strings.TrimSpace(string(raw))
+	switch {
+	case err != nil:
+		return docs.Upload{}, fmt.Errorf("reading the url field: %w", err)
+	case len(raw) > 4096:
+		return docs.Upload{}, badArg("the url field holds more than 4096 bytes")
+	case s.deps.Fetch == nil || !s.cfg.FetchURLEnabled:
+		return docs.Upload{Source: target}, badArg("ingestion by URL is off on this server (MCP_fetch_url_enabled)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchURLTimeout)
+	defer cancel()
+	res, err := s.deps.Fetch.Download(ctx, target)
+	if err != nil {
+		return docs.Upload{Source: target}, fmt.Errorf("fetch %s: %w", clip(target, 200), err)
+	}
+	return docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body}, nil
 }
 
 func (s *Server) apiListFiles(w http.ResponseWriter, r *http.Request) {
@@ -169,4 +252,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// deletedConversation answers DELETE /v1/conversations/{id}.
+type deletedConversation struct {
+	ConversationID string `json:"conversation_id"`
+	DeletedFiles   int    `json:"deleted_files"`
+}
+
+func (s *Server) apiDeleteConversation(w http.ResponseWriter, r *http.Request) {
+	conv, ok := s.pathConversation(w, r)
+	if !ok {
+		return
+	}
+	n, err := s.deps.Docs.DeleteConversation(r.Context(), conv)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deletedConversation{ConversationID: conv, DeletedFiles: n})
 }

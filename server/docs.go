@@ -36,6 +36,12 @@ type DocChunk struct {
 	Similarity float64 `json:"similarity"`
 	Score      float64 `json:"score"`
 	PageNumber *int    `json:"page_number"`
+	// PageStart and PageEnd are the pages the chunk spans (null for
+	// formats without pages); page_number is page_start.
+	PageStart *int `json:"page_start"`
+	PageEnd   *int `json:"page_end"`
+	// Source is the URL the file was fetched from, absent for an upload.
+	Source string `json:"source,omitempty"`
 }
 
 // ListFilesInput is the list_files tool's arguments.
@@ -58,6 +64,8 @@ type FileInfo struct {
 	Status     string `json:"status"`
 	Error      string `json:"error,omitempty"`
 	CreatedAt  string `json:"created_at"`
+	// Source is the URL the file was fetched from, absent for an upload.
+	Source string `json:"source,omitempty"`
 }
 
 // GetChunkInput is the get_chunk tool's arguments.
@@ -83,6 +91,9 @@ type ChunkMetadata struct {
 	FileID     string `json:"file_id"`
 	FileName   string `json:"file_name"`
 	PageNumber *int   `json:"page_number"`
+	PageStart  *int   `json:"page_start"`
+	PageEnd    *int   `json:"page_end"`
+	Source     string `json:"source,omitempty"`
 	CharStart  int    `json:"char_start"`
 	CharEnd    int    `json:"char_end"`
 	Ordinal    int    `json:"ordinal"`
@@ -195,7 +206,8 @@ func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallT
 	out := SearchDocsOutput{Chunks: make([]DocChunk, 0, len(hits))}
 	for _, h := range hits {
 		out.Chunks = append(out.Chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
-			Similarity: round4(h.Similarity), Score: round4(h.Score), PageNumber: page(h.PageNumber)})
+			Similarity: round4(h.Similarity), Score: round4(h.Score), PageNumber: page(h.PageNumber),
+			PageStart: page(h.PageStart), PageEnd: page(h.PageEnd), Source: h.Source})
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q.Text, out)}}}, out, nil
 }
@@ -243,8 +255,9 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 		return nil, GetChunkOutput{}, notFound
 	}
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
-		PageNumber: page(c.PageNumber), CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, c.PageNumber, c.PageNumber)}}}, out, nil
+		PageNumber: page(c.PageNumber), PageStart: page(c.PageStart), PageEnd: page(c.PageEnd), Source: c.Source,
+		CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, c.PageStart, c.PageEnd)}}}, out, nil
 }
 
 // getPassage answers get_chunk with neighbours: one merged text.
@@ -260,7 +273,8 @@ func (s *Server) getPassage(ctx context.Context, id string, in GetChunkInput, no
 		return nil, GetChunkOutput{}, notFound
 	}
 	out := GetChunkOutput{ChunkID: id, Content: p.Content, ChunkIDs: p.ChunkIDs, Metadata: ChunkMetadata{FileID: p.FileID, FileName: p.FileName,
-		PageNumber: page(p.PageStart), CharStart: p.CharStart, CharEnd: p.CharEnd}}
+		PageNumber: page(p.PageStart), PageStart: page(p.PageStart), PageEnd: page(p.PageEnd), Source: p.Source,
+		CharStart: p.CharStart, CharEnd: p.CharEnd}}
 	for i, cid := range p.ChunkIDs {
 		if cid == id {
 			out.Metadata.Ordinal = i
@@ -271,12 +285,9 @@ func (s *Server) getPassage(ctx context.Context, id string, in GetChunkInput, no
 
 // chunkText is get_chunk's text block: where the text is, then the text.
 func chunkText(out GetChunkOutput, pageStart, pageEnd int) string {
-	where := out.Metadata.FileName
-	switch {
-	case pageStart > 0 && pageEnd > pageStart:
-		where += fmt.Sprintf(", pages %d-%d", pageStart, pageEnd)
-	case pageStart > 0:
-		where += fmt.Sprintf(", page %d", pageStart)
+	where := out.Metadata.FileName + pageLabel(pageStart, pageEnd)
+	if out.Metadata.Source != "" {
+		where += ", from " + out.Metadata.Source
 	}
 	text := fmt.Sprintf("[%s, characters %d-%d]\n%s", where, out.Metadata.CharStart, out.Metadata.CharEnd, out.Content)
 	if len(out.ChunkIDs) > 1 {
@@ -285,9 +296,28 @@ func chunkText(out GetChunkOutput, pageStart, pageEnd int) string {
 	return text
 }
 
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// pageLabel names the pages a passage spans: ", page 7", ", pages 7-8",
+// or nothing for a format without pages.
+func pageLabel(start, end int) string {
+	switch {
+	case start > 0 && end > start:
+		return fmt.Sprintf(", pages %d-%d", start, end)
+	case start > 0:
+		return fmt.Sprintf(", page %d", start)
+	}
+	return ""
+}
+
 func fileInfo(f docs.File) FileInfo {
 	return FileInfo{ID: f.ID, FileName: f.FileName, MIMEType: f.MIMEType, SizeBytes: f.SizeBytes, ChunkCount: f.ChunkCount,
-		Status: f.Status, Error: f.Error, CreatedAt: f.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+		Status: f.Status, Error: f.Error, CreatedAt: f.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Source: f.Source}
 }
 
 // page maps the store's 0 (a format without pages) to null.
@@ -310,9 +340,9 @@ func searchDocsText(q string, out SearchDocsOutput) string {
 	}
 	fmt.Fprintf(&b, "Passages for %q:\n", q)
 	for i, c := range out.Chunks {
-		where := c.FileName
-		if c.PageNumber != nil {
-			where += fmt.Sprintf(", page %d", *c.PageNumber)
+		where := c.FileName + pageLabel(deref(c.PageStart), deref(c.PageEnd))
+		if c.Source != "" {
+			where += ", from " + c.Source
 		}
 		fmt.Fprintf(&b, "\n%d. [%s] similarity %.2f, chunk_id %s\n%s\n", i+1, where, c.Similarity, c.ChunkID, c.Content)
 	}

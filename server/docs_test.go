@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/pg"
 )
@@ -427,5 +428,127 @@ func TestFileResources(t *testing.T) {
 		if _, err := h.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: bad}); err == nil {
 			t.Errorf("read %s succeeded", bad)
 		}
+	}
+}
+
+// TestConversations: list_conversations shows each conversation's files,
+// only those a scoped key may see, and DELETE removes a whole conversation.
+func TestConversations(t *testing.T) {
+	keys, err := LoadAPIKeys([]string{fullKey}, strings.NewReader(scopedKey+" name=tenant-a conversations=conv-a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newDocsHarness(t, nil, func(d *Deps) { d.APIKeys = keys })
+	auth := http.Header{"Authorization": {"Bearer " + fullKey}}
+	upload(t, h.http.URL, "conv-a", map[string][]byte{"one.md": []byte("# One\n\nfirst file"), "two.md": []byte("# Two\n\nsecond file")}, auth)
+	upload(t, h.http.URL, "conv-b", map[string][]byte{"three.md": []byte("# Three\n\nthird file")}, auth)
+	h.waitReady(t, "conv-a", 2)
+	h.waitReady(t, "conv-b", 1)
+
+	all := decode[ListConversationsOutput](t, h.call(t, "list_conversations", map[string]any{}))
+	got := map[string]int{}
+	for _, c := range all.Conversations {
+		got[c.ID] = c.Ready
+	}
+	if got["conv-a"] != 2 || got["conv-b"] != 1 {
+		t.Errorf("list_conversations = %+v, want conv-a with 2 ready files and conv-b with 1", all.Conversations)
+	}
+
+	scoped, err := connectHTTP(t, h.http.URL, "http", scopedKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := scoped.CallTool(t.Context(), &mcp.CallToolParams{Name: "list_conversations", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := decode[ListConversationsOutput](t, res)
+	if len(mine.Conversations) != 1 || mine.Conversations[0].ID != "conv-a" {
+		t.Errorf("a key scoped to conv-a sees %+v", mine.Conversations)
+	}
+
+	del := func(key, conv string) *http.Response {
+		req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/v1/conversations/"+conv, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if resp := del(scopedKey, "conv-b"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("scoped key deleting another conversation: %s", resp.Status)
+	}
+	resp := del(scopedKey, "conv-a")
+	var out deletedConversation
+	json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode != http.StatusOK || out.DeletedFiles != 2 {
+		t.Errorf("DELETE conv-a: %s %+v, want 200 with 2 files", resp.Status, out)
+	}
+	if files := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": "conv-a"})); len(files.Files) != 0 {
+		t.Errorf("conv-a still lists %+v", files.Files)
+	}
+}
+
+// TestUploadResultsPerPart: every part of a multi-file upload gets its own
+// result, so nothing is stored without the caller knowing; a URL part is
+// fetched and kept with its source.
+func TestUploadResultsPerPart(t *testing.T) {
+	site := pages(t)
+	f, err := fetch.New(fetch.Options{AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newDocsHarness(t, nil, func(d *Deps) { d.Fetch = f })
+	resp := upload(t, h.http.URL, "mixed", map[string][]byte{
+		"a.md":      []byte("# A\n\nalpha"),
+		"b.md":      []byte("# B\n\nbravo"),
+		"photo.png": append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...),
+	}, nil)
+	var out uploadResponse
+	json.NewDecoder(resp.Body).Decode(&out)
+	results := map[string]string{}
+	for _, f := range out.Files {
+		results[f.FileName] = f.Result
+		if f.Result == uploadRefused && (f.Refusal == nil || f.Refusal.Message == "") {
+			t.Errorf("%s refused without a reason", f.FileName)
+		}
+	}
+	if resp.StatusCode != http.StatusMultiStatus || results["a.md"] != uploadAccepted || results["b.md"] != uploadAccepted || results["photo.png"] != uploadRefused {
+		t.Fatalf("mixed upload: %s %v, want 207 with a and b accepted and the PNG refused", resp.Status, results)
+	}
+	h.waitReady(t, "mixed", 2)
+	// Sending the same files again returns them, not an error.
+	resp = upload(t, h.http.URL, "mixed", map[string][]byte{"a.md": []byte("# A\n\nalpha")}, nil)
+	out = uploadResponse{}
+	json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode != http.StatusAccepted || len(out.Files) != 1 || out.Files[0].Result != uploadDuplicate {
+		t.Errorf("re-sent file: %s %+v, want 202 duplicate", resp.Status, out.Files)
+	}
+
+	// A URL part.
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("url", site.URL+"/zlib")
+	mw.Close()
+	resp, err = http.Post(h.http.URL+"/v1/conversations/web/files", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = uploadResponse{}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || len(out.Files) != 1 || out.Files[0].Source != site.URL+"/zlib" {
+		t.Fatalf("URL upload: %s %+v", resp.Status, out.Files)
+	}
+	files := h.waitReady(t, "web", 1)
+	if files.Files[0].Source != site.URL+"/zlib" {
+		t.Errorf("list_files source = %q", files.Files[0].Source)
+	}
+	res := h.call(t, "search_docs", map[string]any{"query": "inflate deflate zlib stream", "conversation_id": "web", "mode": "keyword"})
+	hits := decode[SearchDocsOutput](t, res)
+	if len(hits.Chunks) == 0 || hits.Chunks[0].Source != site.URL+"/zlib" || !strings.Contains(textOf(res), "from "+site.URL+"/zlib") {
+		t.Errorf("search hits do not show the source: %+v", hits.Chunks)
 	}
 }

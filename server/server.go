@@ -62,12 +62,14 @@ type Documents interface {
 	FileText(ctx context.Context, id string) (docs.File, string, error)
 	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
 	DeleteFile(ctx context.Context, id string) error
+	ListConversations(ctx context.Context, only []string, limit int) ([]docs.Conversation, error)
+	DeleteConversation(ctx context.Context, conversationID string) (int, error)
 	Ping(ctx context.Context) error
 }
 
 // Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
 type Uploads interface {
-	Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (docs.File, error)
+	SubmitUpload(ctx context.Context, u docs.Upload) (docs.File, error)
 	IngestStats() docs.IngestStats
 }
 

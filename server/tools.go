@@ -85,6 +85,10 @@ func catalogue() []toolDef {
 			func(s *Server) func(context.Context, ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
 				return s.listFiles
 			}),
+		defineTool(listConversationsTool(), docsOn, toolTimeout, listConversationsSchema,
+			func(s *Server) func(context.Context, ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {
+				return s.listConversations
+			}),
 		defineTool(getChunkTool(), docsOn, toolTimeout, getChunkSchema,
 			func(s *Server) func(context.Context, GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
 				return s.getChunk
