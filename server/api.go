@@ -9,8 +9,8 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"slices"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mcpsearch/mcpsearch/docs"
