@@ -128,12 +128,21 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if strings.TrimSpace(conv) == "" || fs.NArg() == 0 {
-		return usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH... (files or folders)")}
+		return usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH|URL... (files, folders or http(s) URLs)")}
 	}
-	paths, skips, err := collectFiles(fs.Args(), cfg.MaxFileBytes)
+	var urls, local []string
+	for _, a := range fs.Args() {
+		if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
+			urls = append(urls, a)
+		} else {
+			local = append(local, a)
+		}
+	}
+	paths, skips, err := collectFiles(local, cfg.MaxFileBytes)
 	if err != nil {
 		return err
 	}
+	paths = append(paths, urls...)
 	if len(paths) == 0 {
 		p := &progress{w: env.stderr, start: time.Now(), skipped: len(skips)}
 		p.listSkipped(skips)
@@ -386,11 +395,18 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 	p.listSkipped(skips)
 	// Failures are counted by p, not returned, so every file is tried.
 	_ = forEach(ctx, len(paths), cfg.Workers, func(i int) error {
-		data, err := readUpload(paths[i], cfg.MaxFileBytes)
 		var f docs.File
-		if err == nil {
-			f, err = in.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
+		var err error
+		if strings.HasPrefix(paths[i], "http://") || strings.HasPrefix(paths[i], "https://") {
+			f, err = ingestURL(ctx, in, cfg, conv, paths[i])
 		} else {
+			var data []byte
+			data, err = readUpload(paths[i], cfg.MaxFileBytes)
+			if err == nil {
+				f, err = in.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
+			}
+		}
+		if err != nil {
 			err = errors.New(errText(err))
 		}
 		p.file(paths[i], f, err)
@@ -403,6 +419,48 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 	if p.failed > 0 {
 		return fmt.Errorf("%d of %d files failed", p.failed, p.total)
 	}
+	return nil
+}
+
+// ingestURL fetches a page with fetch_url's client and address rules and
+// ingests it with the URL as its source.
+func ingestURL(ctx context.Context, in *docs.Ingester, cfg config.Config, conv, target string) (docs.File, error) {
+	fc, err := newFetcher(cfg)
+	if err != nil {
+		return docs.File{}, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, cfg.FetchURLTimeout)
+	res, err := fc.Download(fctx, target)
+	cancel()
+	if err != nil {
+		return docs.File{}, fmt.Errorf("fetch: %w", err)
+	}
+	return in.IngestUpload(ctx, docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body})
+}
+
+// runDelete deletes every file of a conversation.
+func runDelete(ctx context.Context, env *environment, args []string) error {
+	var conv string
+	cfg, fs, err := loadConfig(env, "delete", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&conv, "conversation", "", "conversation whose files are deleted (required)")
+	})
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(conv) == "" || fs.NArg() > 0 {
+		return usageError{errors.New("usage: mcpsearch delete --conversation ID")}
+	}
+	log := newLogger(env.stderr, cfg.LogFormat, "warn")
+	pool, st, err := migratedStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	n, err := st.DeleteConversation(ctx, conv)
+	if err != nil {
+		return errors.New(errText(err))
+	}
+	fmt.Fprintf(env.stdout, "deleted %d files of conversation %s\n", n, conv)
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +12,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
@@ -130,5 +135,47 @@ func checkClean(t *testing.T, s string) {
 			t.Errorf("output holds control character %U: %q", r, s)
 			return
 		}
+	}
+}
+
+// TestIngestURLAndDeleteConversation: a URL is fetched under fetch_url's
+// address rules and stored with its source; delete removes the whole
+// conversation.
+func TestIngestURLAndDeleteConversation(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><head><title>Runbook</title></head><body><main><h1>Runbook</h1><p>Rotate the signing keys every ninety days.</p></main></body></html>")
+	}))
+	t.Cleanup(site.Close)
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t)}
+
+	// Loopback is refused unless the operator allows it.
+	_, errOut, err := runCLI(t, vars, "ingest", "--conversation", "ops", site.URL+"/runbook")
+	if err == nil || !strings.Contains(errOut+err.Error(), "loopback") {
+		t.Errorf("a loopback URL was not refused: %v\n%s", err, errOut)
+	}
+	vars["MCP_fetch_url_allow_hosts"] = "127.0.0.1"
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "ops", site.URL+"/runbook")
+	if err != nil || !strings.Contains(out, "1 ingested") {
+		t.Fatalf("ingest URL: %v\n%s\n%s", err, out, errOut)
+	}
+	pool, err := pgx.Connect(t.Context(), vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close(t.Context())
+	var source string
+	if err := pool.QueryRow(t.Context(), `SELECT source_url FROM files WHERE conversation_id = 'ops'`).Scan(&source); err != nil || source != site.URL+"/runbook" {
+		t.Errorf("stored source %q (%v), want the URL", source, err)
+	}
+
+	out, _, err = runCLI(t, vars, "delete", "--conversation", "ops")
+	if err != nil || !strings.Contains(out, "deleted 1 files") {
+		t.Errorf("delete: %v %s", err, out)
+	}
+	var n int
+	pool.QueryRow(t.Context(), `SELECT count(*) FROM files WHERE conversation_id = 'ops'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("%d files left after delete", n)
 	}
 }

@@ -41,7 +41,8 @@ func commands() []command {
 	return []command{
 		{"serve", "serve MCP over stdio, SSE or streamable HTTP", runServe},
 		{"migrate", "create or update the database schema (safe to re-run)", runMigrate},
-		{"ingest", "add files or folders to a conversation: ingest --conversation ID PATH...", runIngest},
+		{"ingest", "add files, folders or URLs to a conversation: ingest --conversation ID PATH|URL...", runIngest},
+		{"delete", "delete a whole conversation's files: delete --conversation ID", runDelete},
 		{"reembed", "move every stored chunk to the configured embedding model", runReembed},
 		{"eval", "measure search quality on a BEIR dataset: eval --dataset DIR", runEval},
 		{"audit", "show or prune the tool call audit: audit tail [-n N], audit prune --older-than 30d", runAudit},
@@ -169,6 +170,8 @@ var (
 	databaseSettings = []string{"database-url"}
 	embedSettings    = []string{"embed-provider", "embed-model", "embed-base-url", "embed-api-key", "embed-dimensions", "embed-batch-size"}
 	pipelineSettings = []string{"chunk-size", "chunk-overlap", "workers", "max-file-mb"}
+	fetchSettings    = []string{"fetch-url-timeout-ms", "fetch-url-max-mb", "fetch-url-max-redirects", "fetch-url-allow-hosts",
+		"fetch-url-proxy", "fetch-url-user-agent"}
 )
 
 func join(groups ...[]string) []string {
@@ -202,13 +205,22 @@ func helpFor(name string) commandHelp {
 		}
 	case "ingest":
 		return commandHelp{
-			usage: "mcpsearch ingest --conversation ID [flags] PATH...",
+			usage: "mcpsearch ingest --conversation ID [flags] PATH|URL...",
 			about: "Add files to a conversation's documents, as an upload does: PDF, text, Markdown and HTML. Folders are\n" +
 				"walked; their hidden files and folders, files of other types and files over the size limit are\n" +
-				"skipped and listed. Files named on the command line are always tried.",
-			examples: []string{"mcpsearch ingest --conversation handbook ./handbook release-notes.pdf"},
-			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"log-format"}),
+				"skipped and listed. Files named on the command line are always tried. An http(s) URL is fetched\n" +
+				"with fetch_url's client and address rules and kept with the URL as its source.",
+			examples: []string{"mcpsearch ingest --conversation handbook ./handbook release-notes.pdf",
+				"mcpsearch ingest --conversation research https://go.dev/doc/effective_go"},
+			settings: join(databaseSettings, embedSettings, pipelineSettings, fetchSettings, []string{"log-format"}),
 			args:     true,
+		}
+	case "delete":
+		return commandHelp{
+			usage:    "mcpsearch delete --conversation ID [flags]",
+			about:    "Delete every file of a conversation, with its chunks, as DELETE /v1/conversations/{id} does.",
+			examples: []string{"mcpsearch delete --conversation handbook"},
+			settings: join(databaseSettings, embedSettings, []string{"log-format"}),
 		}
 	case "reembed":
 		return commandHelp{
