@@ -36,7 +36,9 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	probe := func(name string, enabled bool, ping func(context.Context) error) {
 		if !enabled {
+			mu.Lock()
 			checks[name] = check{Status: "disabled"}
+			mu.Unlock()
 			return
 		}
 		wg.Add(1)
