@@ -1,0 +1,60 @@
+package interop
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsearch/mcpsearch/internal/pdftest"
+)
+
+// pageServer serves the pages fetch_url reads in the tests, on loopback:
+//
+//	/libffi.html     a short real manual page (fetch/testdata)
+//	/zlib.html       a long real page, read in parts
+//	/report.pdf      a two-page PDF (pdfPage1, pdfPage2)
+//	/metadata        a redirect to the cloud metadata address
+//	/image.png       a PNG, a type fetch_url does not read
+type pageServer struct {
+	*httptest.Server
+}
+
+// pngSignature starts every PNG file.
+const pngSignature = "\x89PNG\r\n\x1a\n"
+
+// metadataURL is where cloud instances serve their credentials; a redirect
+// there must never be followed.
+const metadataURL = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+
+func newPageServer(t *testing.T) *pageServer {
+	t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "fetch", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	libffi, zlib := read("libffi-simple-example.html"), read("zlib-how.html")
+	pdf := pdftest.Pages(pdfPage1, pdfPage2)
+	mux := http.NewServeMux()
+	serve := func(path, contentType string, body []byte) {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			w.Write(body)
+		})
+	}
+	serve("/libffi.html", "text/html; charset=utf-8", libffi)
+	serve("/zlib.html", "text/html; charset=utf-8", zlib)
+	serve("/report.pdf", "application/pdf", pdf)
+	serve("/image.png", "image/png", []byte(pngSignature+strings.Repeat("\x00", 64)))
+	mux.HandleFunc("GET /metadata", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, metadataURL, http.StatusFound)
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return &pageServer{Server: s}
+}
