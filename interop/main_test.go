@@ -7,8 +7,8 @@
 // clients of the REST facade, whose OpenAPI document an OpenAPI 3.1
 // validator from npm checks (openapi-check.mjs); fetch_url through the
 // TypeScript SDK (fetch-client.mjs) against pages served on loopback; and
-// hand-built JSON-RPC
-// and multipart bodies of hostile input (hostile_test.go). Every test
+// hand-built JSON-RPC and multipart bodies of hostile input
+// (hostile_test.go). Every test
 // talks to the binary over its public surface only (stdio, legacy SSE,
 // streamable HTTP, the upload API, the CLI) and points it at the shared
 // fake SearXNG.
