@@ -631,7 +631,7 @@ func TestGoSDKModernClient(t *testing.T) {
 					t.Skip("keys are an HTTP matter: over stdio the client is whoever started the server")
 				}
 				scoped := connectGoAs(t, ms.scoped, client)
-				keys[modernScopedName] += 4 // the calls below
+				keys[modernScopedName] += 5 // the calls below
 				if res := call(t, scoped, "list_files", map[string]any{"conversation_id": mine.conv}); res.IsError {
 					t.Errorf("list_files of the key's own conversation failed: %s", resultText(res))
 				}
@@ -641,12 +641,22 @@ func TestGoSDKModernClient(t *testing.T) {
 				}{
 					{"list_files", map[string]any{"conversation_id": other.conv}},
 					{"search_docs", map[string]any{"query": other.query, "conversation_id": other.conv}},
-					{"get_chunk", map[string]any{"chunk_id": other.chunkID}},
 				} {
 					e := searchErr(t, call(t, scoped, c.tool, c.args))
 					if e.Code != "AUTH_ERROR" || *e.Retryable {
 						t.Errorf("%s outside the key's conversations: %s retryable=%v (%s), want AUTH_ERROR", c.tool, e.Code, *e.Retryable, e.Message)
 					}
+				}
+				// A chunk of another conversation is answered exactly like an
+				// unknown one, so that chunk ids reveal nothing across
+				// conversations.
+				const unknownID = "00000000-0000-0000-0000-000000000000"
+				foreign := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": other.chunkID}))
+				unknown := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": unknownID}))
+				if foreign.Code != "TOOL_ERROR" || *foreign.Retryable ||
+					strings.ReplaceAll(foreign.Message, other.chunkID, "ID") != strings.ReplaceAll(unknown.Message, unknownID, "ID") {
+					t.Errorf("get_chunk outside the key's conversations = %s %q, want it answered like an unknown chunk: %s %q",
+						foreign.Code, foreign.Message, unknown.Code, unknown.Message)
 				}
 				list, err := scoped.ListResources(ctx, nil)
 				if err != nil {
