@@ -55,7 +55,13 @@ func readAudit(t *testing.T, dbURL string) []auditRow {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
 		var a auditRow
-		err := r.Scan(&a.Tool, &a.Code, &a.Conversation, &a.Transport, &a.Session, &a.Client, &a.ClientVersion, &a.Key, &a.Args, &a.LatencyMS)
+		var args json.RawMessage
+		err := r.Scan(&a.Tool, &a.Code, &a.Conversation, &a.Transport, &a.Session, &a.Client, &a.ClientVersion, &a.Key, &args, &a.LatencyMS)
+		// Arguments that were not a JSON object are stored as they came
+		// (or as a JSON string); they have no named arguments.
+		if err == nil && json.Unmarshal(args, &a.Args) != nil {
+			a.Args = nil
+		}
 		return a, err
 	})
 	if err != nil {

@@ -3,7 +3,12 @@
 // its v2 client package negotiating the stateless 2026-07-28 revision
 // (ts2-client.mjs), the MCP Inspector CLI, LangChain's MCP adapters
 // (langchain-client.mjs), the official MCP conformance suite and the Go
-// SDK's client, in the handshake era and in the stateless one. Every test
+// SDK's client, in the handshake era and in the stateless one; plain HTTP
+// clients of the REST facade, whose OpenAPI document an OpenAPI 3.1
+// validator from npm checks (openapi-check.mjs); fetch_url through the
+// TypeScript SDK (fetch-client.mjs) against pages served on loopback; and
+// hand-built JSON-RPC and multipart bodies of hostile input
+// (hostile_test.go). Every test
 // talks to the binary over its public surface only (stdio, legacy SSE,
 // streamable HTTP, the upload API, the CLI) and points it at the shared
 // fake SearXNG.

@@ -647,13 +647,16 @@ func TestGoSDKModernClient(t *testing.T) {
 						t.Errorf("%s outside the key's conversations: %s retryable=%v (%s), want AUTH_ERROR", c.tool, e.Code, *e.Retryable, e.Message)
 					}
 				}
-				// Another conversation's chunk is answered like an unknown
-				// one, so that ids reveal nothing across tenants.
-				e := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": other.chunkID}))
-				unknown := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": "00000000-0000-4000-8000-000000000000"}))
-				if e.Code != "TOOL_ERROR" || *e.Retryable || !strings.Contains(e.Message, "not found") ||
-					strings.ReplaceAll(e.Message, other.chunkID, "ID") != strings.ReplaceAll(unknown.Message, "00000000-0000-4000-8000-000000000000", "ID") {
-					t.Errorf("get_chunk of another conversation: %s (%s), want the answer of an unknown id (%s)", e.Code, e.Message, unknown.Message)
+				// A chunk of another conversation is answered exactly like an
+				// unknown one, so that chunk ids reveal nothing across
+				// conversations.
+				const unknownID = "00000000-0000-0000-0000-000000000000"
+				foreign := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": other.chunkID}))
+				unknown := searchErr(t, call(t, scoped, "get_chunk", map[string]any{"chunk_id": unknownID}))
+				if foreign.Code != "TOOL_ERROR" || *foreign.Retryable ||
+					strings.ReplaceAll(foreign.Message, other.chunkID, "ID") != strings.ReplaceAll(unknown.Message, unknownID, "ID") {
+					t.Errorf("get_chunk outside the key's conversations = %s %q, want it answered like an unknown chunk: %s %q",
+						foreign.Code, foreign.Message, unknown.Code, unknown.Message)
 				}
 				list, err := scoped.ListResources(ctx, nil)
 				if err != nil {

@@ -15,7 +15,8 @@
 // Scenarios:
 //   session      discover, tools/list and every tool (and two failing calls),
 //                resources/list and read
-//   scoped       a key scoped to --conversation reaches nothing of --other-conversation
+//   scoped       a key scoped to --conversation reaches nothing of --other-conversation,
+//                and its chunks are answered like unknown ones
 //   ratelimited  --burst calls of web_search pass, the next one is RATE_LIMITED
 //   cache-hints  the ttlMs and cacheScope of tools/list, resources/list and resources/read
 // Every scenario first checks that the negotiated revision is --expect-version
@@ -240,10 +241,15 @@ const scenarios = {
       const r = await call(client, details, name, args);
       expectError(check, r, `${name} outside the key's conversations`, { code: "AUTH_ERROR", retryable: false });
     }
-    // A chunk id reveals nothing across tenants: another conversation's
-    // chunk is answered like an unknown one.
-    const r = await call(client, details, "get_chunk", { chunk_id: opts.otherChunkID });
-    expectError(check, r, "get_chunk of another conversation", { code: "TOOL_ERROR", retryable: false, substrings: ["not found"] });
+    // A chunk of another conversation is answered exactly like an unknown
+    // one, so that chunk ids reveal nothing across conversations.
+    const unknownID = "00000000-0000-0000-0000-000000000000";
+    const foreign = expectError(check, await call(client, details, "get_chunk", { chunk_id: opts.otherChunkID }),
+      "get_chunk outside the key's conversations", { code: "TOOL_ERROR", retryable: false });
+    const unknown = expectError(check, await call(client, details, "get_chunk", { chunk_id: unknownID }),
+      "get_chunk of an unknown chunk", { code: "TOOL_ERROR", retryable: false });
+    check.equal(foreign.message.replaceAll(opts.otherChunkID, "ID"), unknown.message.replaceAll(unknownID, "ID"),
+      "get_chunk outside the key's conversations, answered as an unknown chunk");
     const theirs = fileURI(opts.otherConversation, opts.otherFileID);
     const { resources } = await client.listResources();
     check.ok(!resources.some((r) => r.uri === theirs), `resources/list shows a file outside the key's conversations: ${theirs}`);
