@@ -379,6 +379,11 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 		return upload{}, fmt.Errorf("docs: %w: empty file name", ErrInvalidArgument)
 	case !utf8.ValidString(fileName) || strings.ContainsRune(fileName, 0):
 		return upload{}, fmt.Errorf("docs: %w: file name is not valid UTF-8 text", ErrInvalidArgument)
+	case strings.ContainsFunc(fileName, unprintable):
+		// Names are shown to models and people as stored: an escape
+		// sequence or a bidirectional override would make one read as
+		// another ("invoice\u202etxt.exe").
+		return upload{}, fmt.Errorf("docs: %w: file name holds a control or bidirectional formatting character: send a plain file name", ErrInvalidArgument)
 	case utf8.RuneCountInString(fileName) > MaxFileNameRunes:
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
@@ -398,6 +403,12 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 		sha256:         hex.EncodeToString(sum[:]),
 		data:           data,
 	}, nil
+}
+
+// unprintable reports control characters and the bidirectional formatting
+// characters that make text display differently from what it holds.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // checkSource validates a source URL and returns it without surrounding
@@ -426,7 +437,7 @@ func CheckConversationID(id string) (string, error) {
 		return "", fmt.Errorf("docs: %w: conversation id is %d bytes long; send at most %d", ErrInvalidArgument, len(id), MaxConversationIDLen)
 	case !utf8.ValidString(id):
 		return "", fmt.Errorf("docs: %w: conversation id is not valid UTF-8: send plain text", ErrInvalidArgument)
-	case strings.ContainsFunc(id, unicode.IsControl):
+	case strings.ContainsFunc(id, unprintable):
 		return "", fmt.Errorf("docs: %w: conversation id holds a control character: send printable text", ErrInvalidArgument)
 	}
 	return id, nil

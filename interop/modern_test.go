@@ -58,7 +58,7 @@ const (
 )
 
 // modernTools are the tools of a documents-enabled server.
-var modernTools = []string{"get_chunk", "list_files", "search_docs", "web_search"}
+var modernTools = []string{"get_chunk", "list_conversations", "list_files", "search_docs", "web_search"}
 
 // modernDoc is a text file small enough to be one chunk, and what finds it.
 type modernDoc struct {

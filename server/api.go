@@ -99,8 +99,14 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if err != nil {
-			// The body itself is broken: nothing after this point can be read.
-			refuse("", fmt.Errorf("reading multipart body: %w", err))
+			// The body itself is broken: nothing after this point can be
+			// read. That is the client's doing; only its size has a
+			// status of its own.
+			var mbe *http.MaxBytesError
+			if !errors.As(err, &mbe) {
+				err = badArg("reading multipart body: %v", err)
+			}
+			refuse("", err)
 			break
 		}
 		name, isURL := part.FileName(), part.FormName() == "url" && part.FileName() == ""
@@ -179,7 +185,7 @@ func (s *Server) fetchUpload(ctx context.Context, conv string, part *multipart.P
 	defer cancel()
 	res, err := s.deps.Fetch.Download(ctx, target)
 	if err != nil {
-		return docs.Upload{Source: target}, fmt.Errorf("fetch %s: %w", clip(target, 200), err)
+		return docs.Upload{Source: target}, err
 	}
 	return docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body}, nil
 }

@@ -240,7 +240,7 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 	id := strings.TrimSpace(in.ChunkID)
 	// Another tenant's chunk is answered exactly like an unknown one, so
 	// that ids reveal nothing across tenants.
-	notFound := fmt.Errorf("get chunk: no chunk %s: %w", id, docs.ErrNotFound)
+	notFound := fmt.Errorf("get chunk: no chunk %q: %w", id, docs.ErrNotFound)
 	if in.Before > 0 || in.After > 0 {
 		return s.getPassage(ctx, id, in, notFound)
 	}
@@ -249,7 +249,7 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 		return nil, GetChunkOutput{}, notFound
 	}
 	if err != nil {
-		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %s: %w", id, err)
+		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %q: %w", id, err)
 	}
 	if allowConversation(ctx, c.ConversationID) != nil {
 		return nil, GetChunkOutput{}, notFound
@@ -267,7 +267,7 @@ func (s *Server) getPassage(ctx context.Context, id string, in GetChunkInput, no
 		return nil, GetChunkOutput{}, notFound
 	}
 	if err != nil {
-		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %s: %w", id, err)
+		return nil, GetChunkOutput{}, fmt.Errorf("get chunk %q: %w", id, err)
 	}
 	if allowConversation(ctx, p.ConversationID) != nil {
 		return nil, GetChunkOutput{}, notFound

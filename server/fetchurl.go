@@ -62,7 +62,8 @@ func (s *Server) fetchURLSchema(sc *jsonschema.Schema) {
 func (s *Server) fetchURL(ctx context.Context, in FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
 	doc, err := s.deps.Fetch.Get(ctx, strings.TrimSpace(in.URL))
 	if err != nil {
-		return nil, FetchURLOutput{}, fmt.Errorf("fetch %s: %w", clip(in.URL, 200), err)
+		// The fetch package names the URL in its errors.
+		return nil, FetchURLOutput{}, err
 	}
 	content := doc.Content
 	if in.Raw {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,12 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 			}
 			c := s.newCall(transport, id, ctr)
 			ctx = withCall(ctx, c)
+			// The SDK applies schema defaults to the arguments decoded into
+			// a map; "arguments": null decodes to a nil map, and writing a
+			// default into it panics. Absent and null arguments mean none.
+			if a := bytes.TrimSpace(ctr.Params.Arguments); len(a) == 0 || bytes.Equal(a, []byte("null")) {
+				ctr.Params.Arguments = json.RawMessage("{}")
+			}
 			def, known := s.tools.lookup(ctr.Params.Name)
 			if !known {
 				// The SDK answers unknown tools with a JSON-RPC error naming
@@ -78,7 +85,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeoutFor(def))
 	defer cancel()
-	res, err := next(ctx)
+	res, err := s.recovered(ctx, c, req, next)
 	if err != nil {
 		return res, err
 	}
@@ -102,6 +109,21 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 	// revision; only its text becomes the contract's error body.
 	ctr.Content = []mcp.Content{&mcp.TextContent{Text: errorBody(o.failure)}}
 	return ctr, nil
+}
+
+// recovered runs next, turning a panic on the SDK's side of the call (schema
+// defaults, validation, output checks) into the contract's internal error:
+// a panic in the SDK's goroutine would otherwise end the process.
+func (s *Server) recovered(ctx context.Context, c *call, req *mcp.CallToolRequest, next func(context.Context) (mcp.Result, error)) (res mcp.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("tool call panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+			te := &ToolError{Code: CodeToolError, Status: 500, Message: "internal error in " + c.Tool + "; the server keeps running"}
+			c.fail(te)
+			res, err = newErrorResult(req, te), nil
+		}
+	}()
+	return next(ctx)
 }
 
 // refusedArgs says why the SDK refused a call's arguments, in the tool's

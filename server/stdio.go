@@ -153,6 +153,16 @@ func (p *stdioPipe) forward(line []byte) error {
 		p.reply(nil, -32600, "Invalid Request: send a JSON-RPC object or batch")
 		return nil
 	}
+	if tooDeep(line, maxMessageDepth) {
+		// The SDK refuses such a message by ending the session; answer
+		// each request of it instead and go on.
+		for _, h := range hs {
+			if len(h.ID) > 0 && string(h.ID) != "null" {
+				p.reply(h.ID, -32600, fmt.Sprintf("Invalid Request: the message nests deeper than %d levels", maxMessageDepth))
+			}
+		}
+		return nil
+	}
 	p.mu.Lock()
 	for _, h := range hs {
 		if h.Method != "" && len(h.ID) > 0 && string(h.ID) != "null" {
@@ -162,6 +172,36 @@ func (p *stdioPipe) forward(line []byte) error {
 	p.mu.Unlock()
 	_, err := p.toSDK.Write(append(line, '\n'))
 	return err
+}
+
+// maxMessageDepth is the deepest nesting of objects and arrays the SDK
+// decodes.
+const maxMessageDepth = 1000
+
+// tooDeep reports whether the objects and arrays of a valid JSON text nest
+// deeper than limit.
+func tooDeep(line []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range line {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case inString && b == '"':
+			inString = false
+		case inString:
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // reply writes an error answer of the pipe's own.

@@ -166,7 +166,9 @@ func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, erro
 	if strings.EqualFold(lang, "auto") {
 		lang = ""
 	}
-	if strings.ContainsAny(lang, " &?=/") {
+	if strings.ContainsFunc(lang, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
 		return searxng.Request{}, 0, badArg("language %q is not a language code: send a code such as en, de or fr-CA, or auto", in.Language)
 	}
 	var domains [2][]string
