@@ -165,8 +165,8 @@ func TestOpenAPIDocument(t *testing.T) {
 	rep := runNodeScript(t, "openapi-check.mjs", "openapi", "http",
 		[]string{"--base", srv.base, "--header", "Authorization: Bearer " + restKey})
 	tools, _ := rep.Details["tools"].([]any)
-	if len(tools) != 5 {
-		t.Errorf("the documents and fetch_url server offers %v, want its five tools", tools)
+	if len(tools) != 6 {
+		t.Errorf("the documents and fetch_url server offers %v, want its six tools", tools)
 	}
 }
 
