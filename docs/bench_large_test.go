@@ -95,6 +95,7 @@ func BenchmarkBigDatabase(b *testing.B) {
 			}
 			fmt.Printf("%-8s %-6s %9s %9s %9s\n", mode, pass, percentile(lat, 0.5), percentile(lat, 0.99), mean(lat))
 		}
+		fmt.Printf("%-8s keyword indexes of %d conversations: %.1f MiB by the cache's estimate\n", mode, len(convs), float64(s.keywords.usedBytes())/(1<<20))
 		// Forget the indexes so that the next mode starts cold too.
 		s.keywords = newKeywordCache(s.Store.opts.KeywordCacheBytes)
 	}
