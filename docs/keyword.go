@@ -65,21 +65,23 @@ type convIndex struct {
 	models []string
 	// totalLen is the sum of doclen.
 	totalLen int64
-	terms    map[string]*postings
-	bytes    int64
+	// terms numbers the lexemes; posts holds their postings by number,
+	// by value, so that a term costs no allocation of its own.
+	terms map[string]int32
+	posts []postings
+	bytes int64
 }
 
 func newConvIndex(conversationID string) *convIndex {
-	return &convIndex{conversationID: conversationID, generation: -1, files: map[uuid.UUID]string{}, terms: map[string]*postings{}}
+	return &convIndex{conversationID: conversationID, generation: -1, files: map[uuid.UUID]string{}, terms: map[string]int32{}}
 }
 
 // Memory estimates, in bytes, of the index's parts; see memoryBytes.
 const (
-	bytesPerChunk   = 16 + 4 + 2
-	bytesPerPosting = 4 + 2
-	// A map entry, the string header and the postings struct with its two
-	// slice headers.
-	bytesPerTerm = 48 + 16 + 48
+	bytesPerChunk = 16 + 4 + 2
+	// A map entry (string header, number, overhead) and the two slice
+	// headers in posts.
+	bytesPerTerm = 32 + 48
 	bytesPerFile = 48 + 16
 )
 
@@ -348,11 +350,13 @@ func (ix *convIndex) add(id uuid.UUID, model string, tsv []byte) error {
 		length += int32(tf)
 		// The lookup with string(lex) does not allocate; a new term is
 		// copied so that it does not pin the row's buffer.
-		p := ix.terms[string(lex)]
-		if p == nil {
-			p = &postings{}
-			ix.terms[string(lex)] = p
+		id, ok := ix.terms[string(lex)]
+		if !ok {
+			id = int32(len(ix.posts))
+			ix.posts = append(ix.posts, postings{})
+			ix.terms[string(lex)] = id
 		}
+		p := &ix.posts[id]
 		p.docs = append(p.docs, doc)
 		p.tf = append(p.tf, uint16(min(tf, math.MaxUint16)))
 	})
@@ -370,7 +374,9 @@ func (ix *convIndex) add(id uuid.UUID, model string, tsv []byte) error {
 func (ix *convIndex) memoryBytes() int64 {
 	n := int64(len(ix.ids)) * bytesPerChunk
 	n += int64(len(ix.files)) * bytesPerFile
-	for lex, p := range ix.terms {
+	n += int64(cap(ix.posts)-len(ix.posts)) * 48
+	for lex, id := range ix.terms {
+		p := &ix.posts[id]
 		n += bytesPerTerm + int64(len(lex)) + int64(cap(p.docs))*4 + int64(cap(p.tf))*2
 	}
 	return n
@@ -402,10 +408,11 @@ func (ix *convIndex) top(terms []term, model string, depth int, k1, b float64) [
 	acc := make([]float64, n)
 	var touched []int32
 	for _, t := range terms {
-		p := ix.terms[t.lexeme]
-		if p == nil {
+		id, ok := ix.terms[t.lexeme]
+		if !ok {
 			continue
 		}
+		p := &ix.posts[id]
 		df := float64(len(p.docs))
 		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
 		w := float64(t.count) * idf * (k1 + 1)

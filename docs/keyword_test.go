@@ -313,3 +313,36 @@ func TestParseTSVector(t *testing.T) {
 		}
 	}
 }
+
+func TestRankGoesDeeperThanTopK(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
+	ctx := context.Background()
+	for i := range 4 {
+		if _, err := s.Ingest(ctx, "deep", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(600+i), 600))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range Modes() {
+		q := Query{Text: "server database cluster", ConversationID: "deep", Mode: mode}
+		hits, err := s.Rank(ctx, q, 120)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, err := s.Search(ctx, Query{Text: q.Text, ConversationID: q.ConversationID, Mode: mode, TopK: MaxTopK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) <= MaxTopK || len(hits) > 120 {
+			t.Errorf("%s: Rank to 120 gave %d hits; want more than %d", mode, len(hits), MaxTopK)
+		}
+		if fmt.Sprint(hitIDs(hits[:len(top)])) != fmt.Sprint(hitIDs(top)) && mode != Hybrid {
+			t.Errorf("%s: Rank's first %d hits differ from Search's", mode, len(top))
+		}
+	}
+	for _, depth := range []int{0, MaxRankDepth + 1} {
+		if _, err := s.Rank(ctx, Query{Text: "server", ConversationID: "deep"}, depth); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Rank to depth %d = %v; want ErrInvalidArgument", depth, err)
+		}
+	}
+}

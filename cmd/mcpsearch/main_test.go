@@ -248,6 +248,32 @@ func TestMigrateIngestEval(t *testing.T) {
 			t.Errorf("%s nDCG@10 = %.3f, want at least %.2f", mode, ndcg, floor)
 		}
 	}
+	// A judged query over the length limit is cut to it, counted, and the
+	// table is finished; --run writes the ranked lists.
+	ds := t.TempDir()
+	os.Mkdir(filepath.Join(ds, "qrels"), 0o755)
+	os.WriteFile(filepath.Join(ds, "corpus.jsonl"), []byte(`{"_id":"d1","title":"","text":"Tomatoes ripen in the sun."}
+{"_id":"d2","title":"","text":"Servers restart after kernel upgrades."}
+`), 0o644)
+	long := strings.Repeat("tomatoes ", 300) // 2,700 characters
+	os.WriteFile(filepath.Join(ds, "queries.jsonl"), []byte(`{"_id":"q1","text":"ripe tomatoes"}
+{"_id":"q2","text":"`+long+`"}
+{"_id":"q3","text":"kernel upgrades"}
+`), 0o644)
+	os.WriteFile(filepath.Join(ds, "qrels", "test.tsv"), []byte("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td1\t1\nq3\td2\t1\n"), 0o644)
+	runFile := filepath.Join(t.TempDir(), "out.run")
+	out, _, err = runCLI(t, vars, "eval", "--dataset", ds, "--modes", "keyword", "--run", runFile)
+	if err != nil {
+		t.Fatalf("eval with a long query: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`\|\s*keyword\s*\|\s*1\.0000\s*\|`).MatchString(out) || !strings.Contains(out, "1 queries longer than 2000 characters were cut") {
+		t.Errorf("eval with a long query:\n%s", out)
+	}
+	run, err := os.ReadFile(runFile)
+	if err != nil || !strings.Contains(string(run), "q2 Q0 d1 1 ") || !strings.Contains(string(run), "q3 Q0 d2 1 ") {
+		t.Errorf("run file %q, %v; want TREC lines for every query", run, err)
+	}
+
 	// The scratch conversation is removed afterwards.
 	out, _, _ = runCLI(t, vars, "audit", "tail", "-n", "3")
 	if !strings.Contains(out, "TOOL") {
