@@ -63,7 +63,7 @@ func BenchmarkBigDatabase(b *testing.B) {
 			lat := make([]time.Duration, 0, len(queries))
 			for i, q := range queries {
 				start := time.Now()
-				if _, err := s.Search(ctx, Query{Text: q, ConversationID: convs[i], Mode: mode}); err != nil {
+				if _, err := s.Search(ctx, Query{Text: q, ConversationID: convs[i], Mode: mode, Threshold: new(0.0)}); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
@@ -78,7 +78,7 @@ func BenchmarkBigDatabase(b *testing.B) {
 	var short, total, found, wanted int
 	for i, q := range queries[:100] {
 		conv := fmt.Sprintf("c%05d", (i*97)%bigConversations)
-		hits, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: Vector, TopK: 10, Threshold: 0})
+		hits, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: Vector, TopK: 10, Threshold: new(0.0)})
 		if err != nil {
 			b.Fatal(err)
 		}
