@@ -108,7 +108,7 @@ func BenchmarkBigDatabase(b *testing.B) {
 		if i%2 == 0 {
 			conv = fmt.Sprintf("c%05d", bigEvery*(i/2))
 		}
-		hits, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: Vector, TopK: 10, Threshold: 0})
+		hits, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: Vector, TopK: 10, Threshold: new(float64)})
 		if err != nil {
 			b.Fatal(err)
 		}

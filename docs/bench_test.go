@@ -66,7 +66,7 @@ func BenchmarkStore(b *testing.B) {
 				b.Run(fmt.Sprintf("chunks=%d/conv=%s/mode=%s", size, conv.id, mode), func(b *testing.B) {
 					ctx := context.Background()
 					for i := 0; b.Loop(); i++ {
-						if _, err := s.Search(ctx, Query{Text: queries[i%len(queries)], ConversationID: conv.id, Mode: mode}); err != nil {
+						if _, err := s.Search(ctx, Query{Text: queries[i%len(queries)], ConversationID: conv.id, Mode: mode, Threshold: new(0.0)}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -209,7 +209,7 @@ func measure(b *testing.B, s *testStore, conv string, mode Mode, queries []strin
 	for pass := range 2 {
 		for _, q := range queries {
 			t0 := time.Now()
-			if _, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: mode}); err != nil {
+			if _, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: mode, Threshold: new(0.0)}); err != nil {
 				b.Fatal(err)
 			}
 			if pass == 1 {

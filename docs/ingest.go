@@ -1,12 +1,15 @@
 package docs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -41,8 +44,14 @@ const (
 
 // Defaults applied by NewIngester to zero IngestOptions fields.
 const (
-	DefaultWorkers         = 2
-	DefaultShutdownTimeout = 30 * time.Second
+	DefaultWorkers = 2
+	// DefaultShutdownTimeout is how long Close lets running files finish.
+	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultLease is how long a claim on a file lasts without renewal.
+	DefaultLease = time.Minute
+	// DefaultPollInterval is how often idle workers look for files to
+	// resume.
+	DefaultPollInterval = 5 * time.Second
 )
 
 // IngestOptions tunes an Ingester. The zero value is usable.
@@ -59,47 +68,68 @@ type IngestOptions struct {
 	// extract.Limits. Together with MaxTextBytes they bound the memory a
 	// worker spends on one file.
 	MaxPDFStreamBytes, MaxPDFDecodedBytes int64
-	// Workers is the number of files Submit's pool processes at once;
-	// zero means DefaultWorkers.
+	// Workers is the number of files processed at once in the background;
+	// zero means DefaultWorkers. Only the files being processed are held
+	// in memory.
 	Workers int
-	// QueueSize is how many submitted files may wait for a worker before
-	// Submit returns ErrBusy; zero means 4 × Workers. At most QueueSize +
-	// Workers uploads are held in memory.
+	// QueueSize is how many uploads may be reserved or waiting for a
+	// worker of this Ingester before Reserve and Submit return ErrBusy;
+	// zero means 4 × Workers.
 	QueueSize int
-	// ShutdownTimeout bounds how long Close waits for queued and running
-	// files; what is left then is cancelled and marked failed. Zero means
-	// DefaultShutdownTimeout.
+	// ShutdownTimeout bounds how long Close waits for the files being
+	// processed; zero means DefaultShutdownTimeout. What is left then is
+	// interrupted, not failed: it stays processing, with its bytes, and is
+	// resumed by the next Ingester on the database.
 	ShutdownTimeout time.Duration
+	// Lease is how long a worker's claim on a file lasts; the worker renews
+	// it every third of that while it works. The files of a process that
+	// died without releasing them are resumed by another once their lease
+	// expires. Zero means DefaultLease.
+	Lease time.Duration
+	// PollInterval is how often idle workers look in the database for
+	// files to resume; zero means DefaultPollInterval. Files submitted to
+	// this Ingester wake a worker at once.
+	PollInterval time.Duration
 	// Logger receives background processing events; nil discards them.
 	Logger *slog.Logger
 }
 
 // Ingester runs the upload pipeline on a Store: it detects, extracts,
 // chunks and embeds files, then has the Store commit each one in one
-// transaction. Ingest does that synchronously; Submit queues the file for a
-// bounded pool of background workers. It is safe for concurrent use; Close
-// drains it.
+// transaction. Ingest does that synchronously. Submit and SubmitFile store
+// the upload's bytes in the database and leave the rest to a bounded pool
+// of background workers, which also resume the files any process left
+// processing (see SubmitFile). It is safe for concurrent use; Close stops
+// it.
 type Ingester struct {
 	st   *Store
 	opts IngestOptions
 	log  *slog.Logger
 
-	// Submit's worker pool. slots bounds queued jobs so that sending on
-	// jobs never blocks; closeMu orders Submit's sends before Close closes
-	// jobs.
-	jobs       chan job
-	slots      chan struct{}
-	closeMu    sync.RWMutex
-	closed     bool
+	// slots holds a token per upload reserved, or submitted here and not
+	// yet claimed by a worker (those are in pending): QueueSize bounds it.
+	slots     chan struct{}
+	pendingMu sync.Mutex
+	pending   map[string]bool
+	// wake tells an idle worker that a file was submitted.
+	wake chan struct{}
+
+	closeMu sync.RWMutex
+	closed  bool
+	// stop is closed by Close: workers claim no new file.
+	stop chan struct{}
+	// workCtx ends, with errShutdown as its cause, when Close's bound is
+	// reached: the files still processing are interrupted.
 	workCtx    context.Context
-	cancelWork context.CancelFunc
+	cancelWork context.CancelCauseFunc
 	workers    sync.WaitGroup
 	closeOnce  sync.Once
 
 	counters ingestCounters
 }
 
-// NewIngester starts an Ingester's workers over st. Close stops them.
+// NewIngester starts an Ingester's workers over st. They begin by resuming
+// the files left processing in the database. Close stops them.
 func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 	if st == nil {
 		return nil, errors.New("docs: new ingester: nil store")
@@ -122,18 +152,26 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = st.log
 	}
 	in := &Ingester{
-		st:    st,
-		opts:  opts,
-		log:   opts.Logger,
-		jobs:  make(chan job, opts.QueueSize),
-		slots: make(chan struct{}, opts.QueueSize),
+		st:      st,
+		opts:    opts,
+		log:     opts.Logger,
+		slots:   make(chan struct{}, opts.QueueSize),
+		pending: map[string]bool{},
+		wake:    make(chan struct{}, opts.Workers),
+		stop:    make(chan struct{}),
 	}
 	// Background work outlives the requests that submit it.
-	in.workCtx, in.cancelWork = context.WithCancel(context.Background())
+	in.workCtx, in.cancelWork = context.WithCancelCause(context.Background())
 	for range opts.Workers {
 		in.workers.Go(in.work)
 	}
@@ -143,44 +181,13 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 // Store returns the Store the Ingester writes to.
 func (in *Ingester) Store() *Store { return in.st }
 
-// Close stops accepting files, waits up to IngestOptions.ShutdownTimeout for
-// queued and running files, and cancels and marks failed what is left. It
-// does not close the Store's pool. Calls after the first return at once.
-func (in *Ingester) Close() {
-	in.closeOnce.Do(func() {
-		in.closeMu.Lock()
-		in.closed = true
-		close(in.jobs)
-		in.closeMu.Unlock()
-
-		done := make(chan struct{})
-		go func() {
-			in.workers.Wait()
-			close(done)
-		}()
-		timer := time.NewTimer(in.opts.ShutdownTimeout)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-			in.log.Warn("docs: shutdown timeout: cancelling unfinished files", "timeout", in.opts.ShutdownTimeout)
-			in.cancelWork()
-			<-done
-		}
-		in.cancelWork()
-	})
-}
-
 const (
 	// embedBatch is how many chunks go to the embedder per call, bounding
 	// the work lost to a cancellation and the memory of one call.
 	embedBatch = 256
-	// jobTimeout bounds the processing of one submitted file.
+	// jobTimeout bounds the processing of one file; a file that exceeds it
+	// fails rather than being resumed.
 	jobTimeout = 15 * time.Minute
-	// staleAfter is when a file still "processing" is taken to be abandoned
-	// (its process ended without recording an outcome) and an upload of
-	// the same bytes processes it again. It exceeds jobTimeout.
-	staleAfter = 30 * time.Minute
 )
 
 // File is an uploaded file.
@@ -229,7 +236,8 @@ func scanFile(row pgx.Row, extra ...any) (File, error) {
 	return f, err
 }
 
-// Upload is a file to store, for IngestUpload.
+// Upload is a file to store: for SubmitFile, a file the caller spooled to
+// disk, and for IngestUpload, bytes in memory or such a file.
 type Upload struct {
 	ConversationID string
 	FileName       string
@@ -240,25 +248,37 @@ type Upload struct {
 	// shown with it and its search results; "" for a direct upload. At most
 	// MaxSourceLen bytes of printable UTF-8.
 	Source string
-	// Data holds the file's bytes.
+	// Path names a file holding the bytes, such as an upload the caller
+	// streamed to a spool file with the size limit enforced as it read. Its
+	// size is checked before it is read; it is read, never modified or
+	// removed, and must not change until the call returns.
+	Path string
+	// Data holds the bytes when Path is "".
 	Data []byte
 }
 
-// upload is a validated upload.
+// upload is a validated upload: its bytes are data, or the file at path.
 type upload struct {
 	conversationID string
 	fileName       string
 	mimeType       string
 	source         string
 	sha256         string
+	size           int64
+	path           string
 	data           []byte
 }
 
-// job is a submitted file waiting for a worker.
-type job struct {
-	file     File
-	mimeType string
-	data     []byte
+// open returns the upload's bytes as a reader, and a function closing it.
+func (up upload) open() (io.Reader, func(), error) {
+	if up.path == "" {
+		return bytes.NewReader(up.data), func() {}, nil
+	}
+	f, err := os.Open(up.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("docs: open upload %s: %w", up.fileName, err)
+	}
+	return f, func() { _ = f.Close() }, nil
 }
 
 // Ingest stores a file synchronously and returns it ready.
@@ -268,7 +288,9 @@ type job struct {
 // file is returned as is with Duplicate set, a failed one is processed again.
 // Otherwise it records the file as processing (visible to ListFiles at once),
 // extracts the text, chunks and embeds it, and stores the chunks, the BM25
-// statistics and the status ready in one transaction.
+// statistics and the status ready in one transaction. The bytes are not
+// stored: should the process stop meanwhile, a worker later marks the file
+// failed, and uploading it again processes it again.
 //
 // When processing fails (no text, a damaged file, the embedder or database
 // failing) the file is marked failed with a readable reason and no chunk of
@@ -278,7 +300,8 @@ func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeTy
 	return in.IngestUpload(ctx, Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
 }
 
-// IngestUpload is Ingest of an Upload, which may name the file's source.
+// IngestUpload is Ingest of an Upload, which may name the file's source and
+// hold its bytes in a file.
 func (in *Ingester) IngestUpload(ctx context.Context, u Upload) (File, error) {
 	if in.isClosed() {
 		return File{}, fmt.Errorf("docs: ingest: %w", ErrClosed)
@@ -287,54 +310,25 @@ func (in *Ingester) IngestUpload(ctx context.Context, u Upload) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	f, fresh, err := in.st.claim(ctx, up)
-	if err != nil || !fresh {
-		return f, err
-	}
-	return in.process(ctx, f, up.mimeType, up.data)
-}
-
-// Submit validates a file like Ingest, records it as processing and queues it
-// for the background workers, returning at once. Processing then continues
-// as in Ingest; poll GetFile or ListFiles for the outcome. A duplicate is
-// returned as in Ingest. When the queue is full Submit returns ErrBusy and
-// records nothing. data must not be modified after Submit returns.
-func (in *Ingester) Submit(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
-	return in.SubmitUpload(ctx, Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
-}
-
-// SubmitUpload is Submit of an Upload, which may name the file's source.
-func (in *Ingester) SubmitUpload(ctx context.Context, u Upload) (File, error) {
-	up, err := in.validate(u)
-	if err != nil {
-		return File{}, err
-	}
-	// The read lock keeps Close from closing jobs between the check and the
-	// send.
-	in.closeMu.RLock()
-	defer in.closeMu.RUnlock()
-	if in.closed {
-		return File{}, fmt.Errorf("docs: submit: %w", ErrClosed)
-	}
-	select {
-	case in.slots <- struct{}{}:
-	default:
-		return File{}, fmt.Errorf("docs: submit %s: %w (%d files waiting)", up.fileName, ErrBusy, cap(in.slots))
-	}
-	queued := false
-	defer func() {
-		if !queued {
-			<-in.slots
+	if up.path != "" {
+		// Processing needs the bytes in memory; validate checked the size.
+		if up.data, err = os.ReadFile(up.path); err != nil {
+			return File{}, fmt.Errorf("docs: read upload %s: %w", up.fileName, err)
 		}
-	}()
-	f, fresh, err := in.st.claim(ctx, up)
+		if int64(len(up.data)) != up.size {
+			return File{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, up.fileName)
+		}
+	}
+	c := newClaim(in.opts.Lease)
+	f, fresh, err := in.st.claim(ctx, in.st.pool, up, &c)
 	if err != nil || !fresh {
 		return f, err
 	}
-	// Holding a slot guarantees room in jobs: this send does not block.
-	in.jobs <- job{file: f, mimeType: up.mimeType, data: up.data}
-	queued = true
-	return f, nil
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := in.keepLease(ctx, cancel, f.ID, c)
+	defer stop()
+	return in.process(ctx, f, c, up.data)
 }
 
 func (in *Ingester) isClosed() bool {
@@ -343,27 +337,8 @@ func (in *Ingester) isClosed() bool {
 	return in.closed
 }
 
-// work processes submitted files until jobs is closed.
-func (in *Ingester) work() {
-	for j := range in.jobs {
-		<-in.slots
-		if in.workCtx.Err() != nil {
-			in.st.markFailed(j.file, "the server shut down before the file was processed; upload it again")
-			continue
-		}
-		ctx, cancel := context.WithTimeout(in.workCtx, jobTimeout)
-		f, err := in.process(ctx, j.file, j.mimeType, j.data)
-		cancel()
-		if err != nil {
-			in.log.Warn("docs: processing failed", "file_id", f.ID, "file_name", f.FileName, "error", err)
-			continue
-		}
-		in.log.Info("docs: file ready", "file_id", f.ID, "file_name", f.FileName, "chunks", f.ChunkCount)
-	}
-}
-
 // validate checks an upload's arguments, size and type before anything is
-// stored.
+// stored, and computes its digest.
 func (in *Ingester) validate(u Upload) (upload, error) {
 	conversationID, err := CheckConversationID(u.ConversationID)
 	if err != nil {
@@ -373,7 +348,7 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 	if err != nil {
 		return upload{}, err
 	}
-	fileName, declaredMIME, data := strings.TrimSpace(u.FileName), u.MIMEType, u.Data
+	fileName := strings.TrimSpace(u.FileName)
 	switch {
 	case fileName == "":
 		return upload{}, fmt.Errorf("docs: %w: empty file name", ErrInvalidArgument)
@@ -387,22 +362,47 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 	case utf8.RuneCountInString(fileName) > MaxFileNameRunes:
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
-	if err := in.limits().Check(int64(len(data))); err != nil {
+	up := upload{conversationID: conversationID, fileName: fileName, source: source, path: u.Path, data: u.Data}
+	var head []byte
+	if u.Path == "" {
+		up.size, head = int64(len(u.Data)), u.Data
+	} else {
+		fi, err := os.Stat(u.Path)
+		if err != nil {
+			return upload{}, fmt.Errorf("docs: upload %s: %w", fileName, err)
+		}
+		up.size, up.data = fi.Size(), nil
+	}
+	if err := in.limits().Check(up.size); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
-	mt, err := extract.DetectType(fileName, declaredMIME, data)
+	r, done, err := up.open()
 	if err != nil {
+		return upload{}, err
+	}
+	defer done()
+	if u.Path != "" {
+		buf := make([]byte, extract.SniffLen)
+		n, err := io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return upload{}, fmt.Errorf("docs: read upload %s: %w", fileName, err)
+		}
+		head = buf[:n]
+		r = io.MultiReader(bytes.NewReader(head), r)
+	}
+	if up.mimeType, err = extract.DetectType(fileName, u.MIMEType, head); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrUnsupportedType, err))
 	}
-	sum := sha256.Sum256(data)
-	return upload{
-		conversationID: conversationID,
-		fileName:       fileName,
-		mimeType:       mt,
-		source:         source,
-		sha256:         hex.EncodeToString(sum[:]),
-		data:           data,
-	}, nil
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return upload{}, fmt.Errorf("docs: read upload %s: %w", fileName, err)
+	}
+	if n != up.size {
+		return upload{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, fileName)
+	}
+	up.sha256 = hex.EncodeToString(h.Sum(nil))
+	return up, nil
 }
 
 // unprintable reports control characters and the bidirectional formatting
@@ -443,42 +443,61 @@ func CheckConversationID(id string) (string, error) {
 	return id, nil
 }
 
+// reclaimable is the condition, on a row of files, under which an upload of
+// the same bytes processes the file again rather than being its duplicate:
+// it failed, or it is processing without a live claim and without stored
+// bytes, as a synchronous Ingest leaves a file when its process stops.
+const reclaimable = `(status = 'failed' OR (status = 'processing'
+	AND (claimed_until IS NULL OR claimed_until < now())
+	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.file_id = files.id)))`
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // claim records an upload as processing and reports fresh when the caller
-// must process it. For bytes the conversation already holds it returns that
-// file with Duplicate set, unless it failed or was abandoned, in which case it
-// is claimed for processing again.
-func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
+// must process it, under claim c when c is not nil. For bytes the
+// conversation already holds it returns that file with Duplicate set, unless
+// the file is reclaimable, in which case it is recorded for processing
+// again.
+func (s *Store) claim(ctx context.Context, q querier, up upload, c *claim) (File, bool, error) {
+	var token *string
+	var lease float64
+	if c != nil {
+		token, lease = &c.token, c.lease.Seconds()
+	}
 	// Each round either inserts, reclaims or finds the row; a row deleted
 	// between those statements sends it round again.
 	for range 3 {
-		f, err := scanFile(s.pool.QueryRow(ctx, `
-			INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, source_url)
-			VALUES ($1, $2, $3, $4, $5, $6)
+		f, err := scanFile(q.QueryRow(ctx, `
+			INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, claimed_by, claimed_until)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::uuid, CASE WHEN $7::uuid IS NOT NULL THEN now() + make_interval(secs => $8) END)
 			ON CONFLICT (conversation_id, sha256) DO NOTHING
 			RETURNING `+fileColumns,
-			up.conversationID, up.fileName, up.mimeType, len(up.data), up.sha256, up.source))
+			up.conversationID, up.fileName, up.mimeType, up.size, up.sha256, up.source, token, lease))
 		if err == nil {
 			return f, true, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return File{}, false, dbError("docs: record upload", err)
 		}
-		f, err = scanFile(s.pool.QueryRow(ctx, `
-			UPDATE files SET status = 'processing', error = '', file_name = $3, mime_type = $4, source_url = $6, updated_at = now()
-			WHERE conversation_id = $1 AND sha256 = $2
-			  AND (status = 'failed' OR (status = 'processing' AND updated_at < now() - make_interval(secs => $5)))
+		f, err = scanFile(q.QueryRow(ctx, `
+			UPDATE files SET status = 'processing', error = '', file_name = $3, mime_type = $4, source_url = $5,
+				attempts = 0, claimed_by = $6::uuid,
+				claimed_until = CASE WHEN $6::uuid IS NOT NULL THEN now() + make_interval(secs => $7) END,
+				updated_at = now()
+			WHERE conversation_id = $1 AND sha256 = $2 AND `+reclaimable+`
 			RETURNING `+fileColumns,
-			up.conversationID, up.sha256, up.fileName, up.mimeType, staleAfter.Seconds(), up.source))
+			up.conversationID, up.sha256, up.fileName, up.mimeType, up.source, token, lease))
 		if err == nil {
 			return f, true, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return File{}, false, dbError("docs: record upload", err)
 		}
-		f, err = scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE conversation_id = $1 AND sha256 = $2`,
-			up.conversationID, up.sha256))
+		f, err = s.duplicate(ctx, q, up)
 		if err == nil {
-			f.Duplicate = true
 			return f, false, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -488,22 +507,35 @@ func (s *Store) claim(ctx context.Context, up upload) (File, bool, error) {
 	return File{}, false, fmt.Errorf("docs: record upload %s: %w: the file kept changing, try again", up.fileName, ErrBusy)
 }
 
+// duplicate returns the file of the conversation holding the upload's
+// bytes, with Duplicate set, unless it is reclaimable; pgx.ErrNoRows when
+// there is none.
+func (s *Store) duplicate(ctx context.Context, q querier, up upload) (File, error) {
+	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files
+		WHERE conversation_id = $1 AND sha256 = $2 AND NOT `+reclaimable,
+		up.conversationID, up.sha256))
+	f.Duplicate = err == nil
+	return f, err
+}
+
 // process processes a claimed file and counts the outcome in IngestStats; a
-// file deleted meanwhile is not counted.
-func (in *Ingester) process(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
+// file deleted, taken over or interrupted meanwhile is not counted.
+func (in *Ingester) process(ctx context.Context, f File, c claim, data []byte) (File, error) {
 	start := time.Now()
-	f, err := in.processFile(ctx, f, mimeType, data)
-	if !errors.Is(err, ErrNotFound) {
+	f, err := in.processFile(ctx, f, c, data)
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, errInterrupted) {
 		in.counters.done(f, err == nil, time.Since(start))
 	}
 	return f, err
 }
 
-// processFile extracts, chunks, embeds and stores a claimed file, or marks
-// it failed.
-func (in *Ingester) processFile(ctx context.Context, f File, mimeType string, data []byte) (File, error) {
+// processFile extracts, chunks, embeds and stores a file held under claim
+// c, or marks it failed. When the claim is interrupted (shutdown, or the
+// claim lost to another process) it records nothing and returns an error
+// wrapping errInterrupted.
+func (in *Ingester) processFile(ctx context.Context, f File, c claim, data []byte) (File, error) {
 	emb := in.st.Embedder()
-	doc, chunks, err := in.split(ctx, mimeType, data)
+	doc, chunks, err := in.split(ctx, f.MIMEType, data)
 	var vecs [][]float32
 	if err == nil {
 		texts := make([]string, len(chunks))
@@ -517,17 +549,20 @@ func (in *Ingester) processFile(ctx context.Context, f File, mimeType string, da
 	}
 	if err == nil {
 		var ready File
-		ready, err = in.st.storeFile(ctx, f, emb.Model(), doc, chunks, vecs)
+		ready, err = in.st.storeFile(ctx, f, c, emb.Model(), doc, chunks, vecs)
 		if err == nil {
 			return ready, nil
 		}
 		if errors.Is(err, ErrNotFound) {
-			// Deleted while processing: nothing left to mark.
+			// Deleted or taken over while processing: nothing to mark.
 			return f, err
 		}
 	}
+	if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) {
+		return f, fmt.Errorf("docs: %s: %w", f.FileName, cause)
+	}
 	reason := extract.CleanMessage(failureReason(err))
-	if failed, ok := in.st.markFailed(f, reason); ok {
+	if failed, ok := in.st.markFailed(f, c, reason); ok {
 		f = failed
 	} else {
 		f.Status, f.Error = StatusFailed, reason
@@ -601,7 +636,7 @@ func checkVectors(emb embed.Embedder, want int, vecs [][]float32) error {
 // conversation's statistics and generation, in one transaction. Rows are
 // locked in the order file, conversation_stats, the same order DeleteFile
 // and Reembed use, so they cannot deadlock.
-func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
+func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
 	pages := 0
 	for _, p := range doc.Pages {
 		if p.Number > 0 {
@@ -614,23 +649,28 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
+	// The claim fences the write: a process that lost its claim to
+	// another stores nothing.
 	ready, err := scanFile(tx.QueryRow(ctx, `
 		UPDATE files SET status = 'ready', error = '', chunk_count = $2, page_count = $3,
-			embedding_model = $4, extracted_text = $5, updated_at = now()
-		WHERE id = $1 AND status = 'processing'
+			embedding_model = $4, extracted_text = $5, claimed_by = NULL, claimed_until = NULL, updated_at = now()
+		WHERE id = $1 AND status = 'processing' AND claimed_by = $6
 		RETURNING `+fileColumns,
-		f.ID, len(chunks), pages, model, doc.Text))
+		f.ID, len(chunks), pages, model, doc.Text, c.token))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("docs: store %s: %w: the file was deleted while it was processed", f.ID, ErrNotFound)
+		return f, fmt.Errorf("docs: store %s: %w: the file was deleted, or taken over, while it was processed", f.ID, ErrNotFound)
 	}
 	if err != nil {
 		return f, dbError("docs: store chunks", err)
 	}
+	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
+		return f, dbError("docs: store chunks", err)
+	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding"},
+		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "char_start", "char_end", "embedding_model", "embedding"},
 		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 			c := chunks[i]
-			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, model, pgvector.NewVector(vecs[i])}, nil
+			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.Page, c.Start, c.End, model, pgvector.NewVector(vecs[i])}, nil
 		}))
 	if err != nil {
 		return f, dbError("docs: store chunks", err)
@@ -654,21 +694,19 @@ func (s *Store) storeFile(ctx context.Context, f File, model string, doc *extrac
 // genericFailure is the reason stored when the real one cannot be.
 const genericFailure = "processing failed"
 
-// markFailed records a file's failure; it reports false when that could not
-// be recorded (the file is gone or the database is down). The reason is
-// made storable first (see extract.CleanMessage); should the database still
+// markFailed records the failure of a file held under claim c and deletes
+// its stored bytes; it reports false when that could not be recorded (the
+// file is gone or taken over, or the database is down). The reason is made
+// storable first (see extract.CleanMessage); should the database still
 // refuse it, the generic reason is stored instead, so that a file never
 // stays processing for want of a storable reason.
-func (s *Store) markFailed(f File, reason string) (File, bool) {
+func (s *Store) markFailed(f File, c claim, reason string) (File, bool) {
 	// The failure is recorded even when the caller's context has ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	reason = extract.CleanMessage(reason)
 	for _, r := range []string{reason, genericFailure} {
-		failed, err := scanFile(s.pool.QueryRow(ctx, `
-			UPDATE files SET status = 'failed', error = $2, updated_at = now()
-			WHERE id = $1 AND status = 'processing'
-			RETURNING `+fileColumns, f.ID, r))
+		failed, err := s.recordFailure(ctx, f, c, r)
 		switch {
 		case err == nil:
 			return failed, true
@@ -682,6 +720,25 @@ func (s *Store) markFailed(f File, reason string) (File, bool) {
 		}
 	}
 	return f, false
+}
+
+func (s *Store) recordFailure(ctx context.Context, f File, c claim, reason string) (File, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return f, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	failed, err := scanFile(tx.QueryRow(ctx, `
+		UPDATE files SET status = 'failed', error = $2, claimed_by = NULL, claimed_until = NULL, updated_at = now()
+		WHERE id = $1 AND status = 'processing' AND claimed_by = $3
+		RETURNING `+fileColumns, f.ID, reason, c.token))
+	if err != nil {
+		return f, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
+		return f, err
+	}
+	return failed, tx.Commit(ctx)
 }
 
 // failureReason says why processing failed, for File.Error.

@@ -156,7 +156,7 @@ func TestVectorTopKCompleteForSmallConversations(t *testing.T) {
 	}
 	for conv, n := range sizes {
 		for _, k := range []int{1, 5, 10, MaxTopK} {
-			q := Query{Text: "database replica failover", ConversationID: conv, Mode: Vector, TopK: k}
+			q := Query{Text: "database replica failover", ConversationID: conv, Mode: Vector, TopK: k, Threshold: new(0.0)}
 			hits, err := s.Search(ctx, q)
 			if err != nil {
 				t.Fatal(err)

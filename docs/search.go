@@ -68,8 +68,9 @@ type Query struct {
 	TopK int
 	// Threshold is the least cosine similarity, 0..1, a chunk needs in
 	// Vector mode, and in Hybrid mode unless it matched keywords. Keyword
-	// mode ignores it.
-	Threshold float64
+	// mode ignores it. nil means Store.DefaultThreshold, the similarity
+	// that means "relevant" for the embedder in use.
+	Threshold *float64
 	// Mode is the ranking; "" means Hybrid.
 	Mode Mode
 }
@@ -141,7 +142,7 @@ type candidate struct {
 // MaxQueryRunes characters, a conversation id CheckConversationID refuses,
 // threshold outside 0..1, TopK outside 0..MaxTopK, unknown mode), ErrUnavailable or the embedder's error.
 func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
-	q, err := checkQuery(q)
+	q, err := s.checkQuery(q)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
 		return nil, fmt.Errorf("docs: rank: %w: depth %d is outside 1..%d", ErrInvalidArgument, depth, MaxRankDepth)
 	}
 	q.TopK = 0
-	q, err := checkQuery(q)
+	q, err := s.checkQuery(q)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	switch q.Mode {
 	case Vector:
 		for _, c := range vl {
-			if c.similarity >= q.Threshold {
+			if c.similarity >= *q.Threshold {
 				c.score = c.similarity
 				ranked = append(ranked, c)
 			}
@@ -230,7 +231,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	case Keyword:
 		ranked = kl
 	case Hybrid:
-		ranked = fuse(vl, kl, s.opts.VectorWeight, q.Threshold)
+		ranked = fuse(vl, kl, s.opts.VectorWeight, *q.Threshold)
 	}
 	if len(ranked) > k {
 		ranked = ranked[:k]
@@ -288,8 +289,9 @@ type modelSpec struct {
 	dims int
 }
 
-// checkQuery validates q and fills in defaults.
-func checkQuery(q Query) (Query, error) {
+// checkQuery validates q and fills in defaults; the Threshold it returns is
+// never nil.
+func (s *Store) checkQuery(q Query) (Query, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return q, fmt.Errorf("docs: search: %w", ErrEmptyQuery)
 	}
@@ -304,8 +306,14 @@ func checkQuery(q Query) (Query, error) {
 		return q, err
 	}
 	q.ConversationID = conv
-	if math.IsNaN(q.Threshold) || q.Threshold < 0 || q.Threshold > 1 {
-		return q, fmt.Errorf("docs: search: %w: threshold %v is outside 0..1", ErrInvalidArgument, q.Threshold)
+	if q.Threshold != nil {
+		if t := *q.Threshold; math.IsNaN(t) || t < 0 || t > 1 {
+			return q, fmt.Errorf("docs: search: %w: threshold %v is outside 0..1", ErrInvalidArgument, t)
+		}
+	}
+	if q.Threshold == nil {
+		t := s.DefaultThreshold()
+		q.Threshold = &t
 	}
 	switch {
 	case q.TopK < 0:

@@ -87,7 +87,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 	const query = "database replica failover latency"
 
 	t.Run("vector", func(t *testing.T) {
-		all := search(Query{Text: query, Mode: Vector, TopK: 20})
+		all := search(Query{Text: query, Mode: Vector, TopK: 20, Threshold: new(0.0)})
 		if len(all) != 20 {
 			t.Fatalf("%d hits, want 20", len(all))
 		}
@@ -100,7 +100,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 			}
 		}
 		cut := all[4].Similarity
-		above := search(Query{Text: query, Mode: Vector, TopK: 20, Threshold: cut})
+		above := search(Query{Text: query, Mode: Vector, TopK: 20, Threshold: new(cut)})
 		want := 0
 		for _, h := range all {
 			if h.Similarity >= cut {
@@ -115,13 +115,13 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 				t.Errorf("hit below the threshold: %v < %v", h.Similarity, cut)
 			}
 		}
-		if hits := search(Query{Text: query, Mode: Vector, Threshold: 1}); len(hits) != 0 {
+		if hits := search(Query{Text: query, Mode: Vector, Threshold: new(1.0)}); len(hits) != 0 {
 			t.Errorf("threshold 1: %d hits, want none", len(hits))
 		}
 	})
 
 	t.Run("keyword ignores the threshold", func(t *testing.T) {
-		hits := search(Query{Text: query, Mode: Keyword, Threshold: 1, TopK: 10})
+		hits := search(Query{Text: query, Mode: Keyword, Threshold: new(1.0), TopK: 10})
 		if len(hits) != 10 {
 			t.Fatalf("%d hits, want 10", len(hits))
 		}
@@ -140,7 +140,7 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 		for _, h := range search(Query{Text: query, Mode: Keyword, TopK: MaxTopK}) {
 			keyword[h.ChunkID] = true
 		}
-		hits := search(Query{Text: query, Threshold: 1, TopK: 10})
+		hits := search(Query{Text: query, Threshold: new(1.0), TopK: 10})
 		if len(hits) == 0 {
 			t.Fatal("no hits")
 		}
@@ -153,10 +153,10 @@ func TestThresholdAndScorePerMode(t *testing.T) {
 			}
 		}
 		// Stop words only: no keyword can match, so the threshold decides.
-		if hits := search(Query{Text: "the and of", Threshold: 1}); len(hits) != 0 {
+		if hits := search(Query{Text: "the and of", Threshold: new(1.0)}); len(hits) != 0 {
 			t.Errorf("stop-word query at threshold 1: %d hits, want none", len(hits))
 		}
-		if hits := search(Query{Text: "the and of"}); len(hits) != DefaultTopK {
+		if hits := search(Query{Text: "the and of", Threshold: new(0.0)}); len(hits) != DefaultTopK {
 			t.Errorf("stop-word query at threshold 0: %d hits, want %d from vector search", len(hits), DefaultTopK)
 		}
 	})
@@ -181,9 +181,9 @@ func TestSearchArguments(t *testing.T) {
 		{"too long", Query{Text: strings.Repeat("é", MaxQueryRunes+1), ConversationID: "args"}, ErrInvalidArgument, 0},
 		{"longest", Query{Text: strings.Repeat("é", MaxQueryRunes), ConversationID: "args"}, nil, -1},
 		{"no conversation", Query{Text: "x"}, ErrInvalidArgument, 0},
-		{"negative threshold", Query{Text: "x", ConversationID: "args", Threshold: -0.1}, ErrInvalidArgument, 0},
-		{"threshold above 1", Query{Text: "x", ConversationID: "args", Threshold: 1.5}, ErrInvalidArgument, 0},
-		{"NaN threshold", Query{Text: "x", ConversationID: "args", Threshold: math.NaN()}, ErrInvalidArgument, 0},
+		{"negative threshold", Query{Text: "x", ConversationID: "args", Threshold: new(-0.1)}, ErrInvalidArgument, 0},
+		{"threshold above 1", Query{Text: "x", ConversationID: "args", Threshold: new(1.5)}, ErrInvalidArgument, 0},
+		{"NaN threshold", Query{Text: "x", ConversationID: "args", Threshold: new(math.NaN())}, ErrInvalidArgument, 0},
 		{"negative top_k", Query{Text: "x", ConversationID: "args", TopK: -1}, ErrInvalidArgument, 0},
 		{"unknown mode", Query{Text: "x", ConversationID: "args", Mode: "fuzzy"}, ErrInvalidArgument, 0},
 		{"default top_k", Query{Text: "server cluster", ConversationID: "args"}, nil, DefaultTopK},
@@ -290,7 +290,7 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 
 	// The stored vectors are the new embedder's: the reported similarity
 	// matches one computed here.
-	hits, err := a.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Vector, TopK: 1})
+	hits, err := a.Search(ctx, Query{Text: query, ConversationID: conv, Mode: Vector, TopK: 1, Threshold: new(0.0)})
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("Search = %v, %v", hits, err)
 	}
@@ -396,7 +396,7 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		s := openStore(t, forced, emb, IngestOptions{})
 		s.forceExactFallback = exact
-		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5})
+		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5, Threshold: new(0.0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,7 +441,7 @@ func TestModelNameIsQuoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []Mode{Hybrid, Vector, Keyword} {
-		hits, err := s.Search(ctx, Query{Text: "quoting statement", ConversationID: "q", Mode: mode})
+		hits, err := s.Search(ctx, Query{Text: "quoting statement", ConversationID: "q", Mode: mode, Threshold: new(0.0)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,10 @@ type Options struct {
 	// indexes (about 420 bytes per chunk of 1,000 characters); zero means
 	// DefaultKeywordCacheBytes.
 	KeywordCacheBytes int64
+	// DefaultThreshold is the similarity threshold of queries that set
+	// none, 0..1; zero means the embedder's calibrated value (see
+	// Store.DefaultThreshold).
+	DefaultThreshold float64
 	// BM25K1 and BM25B are Okapi BM25's term frequency saturation (0..10)
 	// and length normalisation (0..1) in Keyword and Hybrid search; zero
 	// means DefaultBM25K1 and DefaultBM25B. Set both to tune them.
@@ -96,6 +101,9 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 	}
 	if opts.VectorWeight < 0 || opts.VectorWeight > MaxVectorWeight {
 		return nil, fmt.Errorf("docs: new store: vector weight %g is outside 0..%d", opts.VectorWeight, MaxVectorWeight)
+	}
+	if math.IsNaN(opts.DefaultThreshold) || opts.DefaultThreshold < 0 || opts.DefaultThreshold > 1 {
+		return nil, fmt.Errorf("docs: new store: default threshold %g is outside 0..1", opts.DefaultThreshold)
 	}
 	if opts.VectorWeight == 0 {
 		opts.VectorWeight = 1

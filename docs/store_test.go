@@ -362,12 +362,22 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 		t.Errorf("ListFiles = %+v; want the two accepted files processing, nothing for the refused one", files)
 	}
 
-	// Close drains the queue: both files finish.
+	// Close lets the running file finish and starts no other: the queued
+	// file keeps its bytes, for the next Ingester to process.
+	closed := make(chan struct{})
+	go func() {
+		s.Ingester.Close()
+		close(closed)
+	}()
+	for !s.Ingester.isClosed() {
+		time.Sleep(time.Millisecond)
+	}
 	close(gate.release)
-	s.Ingester.Close()
+	<-closed
 	afterClose := map[string]func() error{
-		"Submit": func() error { _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
-		"Ingest": func() error { _, err := s.Ingest(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Submit":  func() error { _, err := s.Submit(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Ingest":  func() error { _, err := s.Ingest(ctx, "q", "4.txt", "", []byte("fourth file")); return err },
+		"Reserve": func() error { _, err := s.Reserve(); return err },
 	}
 	for name, call := range afterClose {
 		if err := call(); !errors.Is(err, ErrClosed) {
@@ -377,69 +387,95 @@ func TestSubmitQueueFullAndClose(t *testing.T) {
 	s.Ingester.Close() // a second Close returns at once
 	// The pool is the caller's: the Store still reads after the Ingester
 	// closed.
-	for _, id := range []string{running.ID, queued.ID} {
+	for id, want := range map[string]string{running.ID: StatusReady, queued.ID: StatusProcessing} {
 		f, err := s.GetFile(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if f.Status != want {
+			t.Errorf("file %s is %s after Close; want %s", f.FileName, f.Status, want)
+		}
+	}
+	next := openStore(t, s.Pool().Config().ConnString(), gate.Embedder, IngestOptions{})
+	for _, f := range waitFiles(t, next, "q", 2) {
 		if f.Status != StatusReady {
-			t.Errorf("file %s is %s after Close; want ready", f.FileName, f.Status)
+			t.Errorf("file %s is %s after a restart; want ready", f.FileName, f.Status)
 		}
 	}
 }
 
-func TestCloseTimeoutMarksUnfinishedFilesFailed(t *testing.T) {
+func TestCloseTimeoutLeavesUnfinishedFilesToResume(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
-	gate := newGatedEmbedder(t) // never released
+	gate := newGatedEmbedder(t) // never released: the worker stops mid-file
 	s := openStore(t, url, gate, IngestOptions{Workers: 1, QueueSize: 2, ShutdownTimeout: 100 * time.Millisecond})
 	ctx := context.Background()
-	running, err := s.Submit(ctx, "c", "1.txt", "", []byte("first file"))
+	running, err := s.Submit(ctx, "c", "1.txt", "", []byte(prose(41, 300)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-gate.started
-	queued, err := s.Submit(ctx, "c", "2.txt", "", []byte("second file"))
+	queued, err := s.Submit(ctx, "c", "2.txt", "", []byte(prose(42, 300)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Ingester.Close()
-	check := openStore(t, url, gate.Embedder, IngestOptions{})
 	for _, id := range []string{running.ID, queued.ID} {
-		f, err := check.GetFile(ctx, id)
+		var status string
+		var claimed bool
+		var attempts, pieces int
+		err := s.Pool().QueryRow(ctx, `SELECT status, claimed_by IS NOT NULL, attempts,
+			(SELECT count(*) FROM file_bytes WHERE file_id = $1) FROM files WHERE id = $1`, id).Scan(&status, &claimed, &attempts, &pieces)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Status != StatusFailed || !strings.Contains(f.Error, "again") {
-			t.Errorf("file %s = %s %q after a timed-out Close; want failed, asking for a new upload", f.FileName, f.Status, f.Error)
+		if status != StatusProcessing || claimed || attempts != 0 || pieces == 0 {
+			t.Errorf("file %s after a timed-out Close: %s, claimed %v, %d attempts, %d pieces of bytes; want processing, unclaimed, no attempt counted, bytes kept",
+				id, status, claimed, attempts, pieces)
 		}
 	}
-	// Those bytes can be uploaded again.
-	f, err := check.Ingest(ctx, "c", "2.txt", "", []byte("second file"))
-	if err != nil || f.ID != queued.ID || f.Status != StatusReady {
-		t.Errorf("re-upload = %+v, %v; want file %s ready", f, err, queued.ID)
+	// A new Ingester on the database, as after a restart, finishes both.
+	next := openStore(t, url, gate.Embedder, IngestOptions{})
+	for _, f := range waitFiles(t, next, "c", 2) {
+		if f.Status != StatusReady || f.ChunkCount == 0 {
+			t.Errorf("file %s = %s with %d chunks after a restart; want ready", f.FileName, f.Status, f.ChunkCount)
+		}
 	}
+	var pieces int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM file_bytes`).Scan(&pieces); err != nil {
+		t.Fatal(err)
+	}
+	if pieces != 0 {
+		t.Errorf("%d pieces of stored bytes left after the files are ready", pieces)
+	}
+	checkStats(t, s.Pool(), "c")
 }
 
-func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
+func TestAbandonedIngestIsReclaimedOrFailed(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, IngestOptions{})
+	// Workers poll once an hour: they look at the database only at start.
+	s, url := newStore(t, IngestOptions{PollInterval: time.Hour})
 	ctx := context.Background()
 	data := []byte("a file whose processing was cut short")
 	f, err := s.Ingest(ctx, "stale", "a.txt", "", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As if the process died mid-way, long ago.
-	for _, sql := range []string{
-		`DELETE FROM chunks WHERE file_id = $1`,
-		`DELETE FROM conversation_stats WHERE $1::uuid IS NOT NULL`,
-		`UPDATE files SET status = 'processing', updated_at = now() - interval '2 hours' WHERE id = $1`,
-	} {
-		if _, err := s.Pool().Exec(ctx, sql, f.ID); err != nil {
-			t.Fatal(err)
+	// As if the process running Ingest died mid-way: processing, no
+	// chunks, no stored bytes; lease is the claim it left.
+	abandon := func(lease string) {
+		t.Helper()
+		for _, sql := range []string{
+			`DELETE FROM chunks WHERE file_id = $1`,
+			`DELETE FROM conversation_stats WHERE $1::uuid IS NOT NULL`,
+			`UPDATE files SET status = 'processing', chunk_count = 0, claimed_by = gen_random_uuid(), claimed_until = now() + interval '` + lease + `' WHERE id = $1`,
+		} {
+			if _, err := s.Pool().Exec(ctx, sql, f.ID); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	abandon("-1 second")
 	again, err := s.Ingest(ctx, "stale", "a.txt", "", data)
 	if err != nil {
 		t.Fatal(err)
@@ -449,16 +485,24 @@ func TestAbandonedProcessingFileIsReclaimed(t *testing.T) {
 	}
 	checkStats(t, s.Pool(), "stale")
 
-	// A recent processing file is somebody's work in progress: a duplicate.
-	if _, err := s.Pool().Exec(ctx, `UPDATE files SET status = 'processing', updated_at = now() WHERE id = $1`, f.ID); err != nil {
-		t.Fatal(err)
-	}
+	// A file whose claim is live is somebody's work in progress: a
+	// duplicate.
+	abandon("1 hour")
 	dup, err := s.Ingest(ctx, "stale", "a.txt", "", data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !dup.Duplicate || dup.Status != StatusProcessing {
 		t.Errorf("upload over a file in progress = %+v; want a duplicate, processing", dup)
+	}
+
+	// Once the claim has expired a worker takes the file, finds no bytes to
+	// process and fails it, asking for the file again.
+	abandon("-1 second")
+	other := openStore(t, url, s.Embedder(), IngestOptions{})
+	failed := waitFiles(t, other, "stale", 1)[0]
+	if failed.Status != StatusFailed || !strings.Contains(failed.Error, "upload the file again") {
+		t.Errorf("abandoned file = %s %q; want failed, asking for the file again", failed.Status, failed.Error)
 	}
 }
 

@@ -198,7 +198,7 @@ func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallT
 		threshold = *in.Threshold
 	}
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
-		Threshold: threshold, Mode: docs.Mode(in.Mode)}
+		Threshold: &threshold, Mode: docs.Mode(in.Mode)}
 	hits, err := s.deps.Docs.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)

@@ -100,7 +100,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 			}
 			// Several chunks of one document share its rank: ask for
 			// more chunks than documents.
-			hits, err := st.Rank(ctx, docs.Query{Text: query, ConversationID: conv, Threshold: 0, Mode: mode}, min(docs.MaxRankDepth, 4*k))
+			hits, err := st.Rank(ctx, docs.Query{Text: query, ConversationID: conv, Threshold: new(0.0), Mode: mode}, min(docs.MaxRankDepth, 4*k))
 			if errors.Is(err, docs.ErrInvalidArgument) || errors.Is(err, docs.ErrEmptyQuery) {
 				return nil, fmt.Errorf("%w: %w", eval.ErrSkipQuery, err)
 			}
