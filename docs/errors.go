@@ -38,7 +38,8 @@ var (
 	ErrUnsupportedType = errors.New("unsupported file type")
 	// ErrTooLarge reports a file over Options.MaxFileBytes.
 	ErrTooLarge = errors.New("file too large")
-	// ErrBusy reports that Submit's queue is full; retry later.
+	// ErrBusy reports that the ingestion queue is full (Reserve, Submit,
+	// SubmitUpload); retry later.
 	ErrBusy = errors.New("ingestion queue is full")
 	// ErrNotReady reports a file that is still processing or has failed,
 	// where a ready one is needed.

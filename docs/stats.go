@@ -8,7 +8,8 @@ import (
 // IngestStats counts the files an Ingester has processed since it started, for
 // monitoring. Duplicates, which are not processed again, are not counted.
 type IngestStats struct {
-	// Queued is the number of submitted files waiting for a worker.
+	// Queued is the number of queue slots in use: uploads reserved, and
+	// files submitted to this Ingester that no worker has started yet.
 	Queued int
 	// Ready and Failed count processed files by outcome.
 	Ready, Failed int64
