@@ -667,10 +667,10 @@ func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, do
 		return f, dbError("docs: store chunks", err)
 	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "char_start", "char_end", "embedding_model", "embedding"},
+		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding"},
 		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 			c := chunks[i]
-			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.Page, c.Start, c.End, model, pgvector.NewVector(vecs[i])}, nil
+			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, model, pgvector.NewVector(vecs[i])}, nil
 		}))
 	if err != nil {
 		return f, dbError("docs: store chunks", err)

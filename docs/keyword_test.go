@@ -324,12 +324,13 @@ func TestRankGoesDeeperThanTopK(t *testing.T) {
 		}
 	}
 	for _, mode := range Modes() {
-		q := Query{Text: "server database cluster", ConversationID: "deep", Mode: mode}
+		// No threshold: every chunk that ranks at all is wanted.
+		q := Query{Text: "server database cluster", ConversationID: "deep", Mode: mode, Threshold: new(0.0)}
 		hits, err := s.Rank(ctx, q, 120)
 		if err != nil {
 			t.Fatal(err)
 		}
-		top, err := s.Search(ctx, Query{Text: q.Text, ConversationID: q.ConversationID, Mode: mode, TopK: MaxTopK})
+		top, err := s.Search(ctx, Query{Text: q.Text, ConversationID: q.ConversationID, Mode: mode, TopK: MaxTopK, Threshold: q.Threshold})
 		if err != nil {
 			t.Fatal(err)
 		}

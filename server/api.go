@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 
@@ -79,6 +80,14 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	// The body may hold several files of up to the size limit each; the
 	// per-file check below gives the precise 413.
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxFileBytes*maxFilesPerUpload+1<<20)
+	// A body the queue cannot take is refused before it is read: its
+	// first file has a slot, later ones take theirs as they come.
+	ticket, err := s.deps.Ingest.Reserve()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer ticket.Release()
 	mr, err := r.MultipartReader()
 	if err != nil {
 		writeError(w, r, badArg("reading multipart body: %v", err))
@@ -124,14 +133,24 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 		if isURL {
 			up, err = s.fetchUpload(r.Context(), conv, part)
 		} else {
-			up, err = s.readUpload(conv, part)
+			up, err = s.spoolUpload(conv, part)
+			if up.Path != "" {
+				defer os.Remove(up.Path)
+			}
 		}
 		part.Close()
 		if err != nil {
 			refuse(cmp.Or(name, up.Source), err)
 			continue
 		}
-		f, err := s.deps.Ingest.SubmitUpload(r.Context(), up)
+		var f docs.File
+		if ticket != nil && !isURL {
+			f, err = s.deps.Ingest.SubmitFile(r.Context(), ticket, up)
+			ticket = nil
+		} else {
+			// Duplicates are answered even when the queue is full.
+			f, err = s.deps.Ingest.SubmitUpload(r.Context(), up)
+		}
 		if err != nil {
 			refuse(cmp.Or(up.Source, name), err)
 			continue
@@ -156,16 +175,26 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readUpload reads one file part, refusing it past the size limit.
-func (s *Server) readUpload(conv string, part *multipart.Part) (docs.Upload, error) {
-	data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxFileBytes+1))
+// spoolUpload writes one file part to a spool file, enforcing the size
+// limit while it reads, so that no upload is held in memory whole. The
+// caller removes the file.
+func (s *Server) spoolUpload(conv string, part *multipart.Part) (docs.Upload, error) {
+	f, err := os.CreateTemp("", "mcpsearch-upload-*")
 	if err != nil {
-		return docs.Upload{}, fmt.Errorf("reading the file: %w", err)
+		return docs.Upload{}, fmt.Errorf("spool the upload: %w", err)
 	}
-	if int64(len(data)) > s.cfg.MaxFileBytes {
-		return docs.Upload{}, fmt.Errorf("larger than the %d MB limit (MCP_docs_max_file_mb): %w", s.cfg.MaxFileBytes>>20, docs.ErrTooLarge)
+	up := docs.Upload{ConversationID: conv, FileName: part.FileName(), MIMEType: part.Header.Get("Content-Type"), Path: f.Name()}
+	n, err := io.Copy(f, io.LimitReader(part, s.cfg.MaxFileBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return docs.Upload{ConversationID: conv, FileName: part.FileName(), MIMEType: part.Header.Get("Content-Type"), Data: data}, nil
+	switch {
+	case err != nil:
+		return up, fmt.Errorf("reading the file: %w", err)
+	case n > s.cfg.MaxFileBytes:
+		return up, fmt.Errorf("larger than the %d MB limit (MCP_docs_max_file_mb): %w", s.cfg.MaxFileBytes>>20, docs.ErrTooLarge)
+	}
+	return up, nil
 }
 
 // fetchUpload reads a url part and fetches the page it names, with

@@ -18,7 +18,7 @@ type SearchDocsInput struct {
 	Query          string   `json:"query" jsonschema:"what to look for in the conversation's files, in natural language or as exact words, names, codes or numbers (at most 2000 characters)"`
 	ConversationID string   `json:"conversation_id" jsonschema:"the conversation whose uploaded files are searched"`
 	TopK           int      `json:"top_k,omitempty" jsonschema:"how many chunks to return, 1 to 50 (default 5)"`
-	Threshold      *float64 `json:"threshold,omitempty" jsonschema:"minimum cosine similarity 0 to 1 (default 0.7); in hybrid mode chunks that match the query's words are kept whatever their similarity, in keyword mode it is not applied"`
+	Threshold      *float64 `json:"threshold,omitempty" jsonschema:"minimum similarity 0 to 1 of a passage's meaning to the query's (cosine of their embeddings); the default is calibrated for the server's embedding model; in hybrid mode chunks that match the query's words are kept whatever their similarity, in keyword mode it is not applied"`
 	Mode           string   `json:"mode,omitempty" jsonschema:"hybrid (default: meaning and exact words fused), vector (meaning only) or keyword (exact words only, BM25)"`
 }
 
@@ -173,6 +173,9 @@ func searchDocsSchema(s *Server, sc *jsonschema.Schema) {
 	k := prop(sc, "top_k")
 	k.Minimum, k.Maximum, k.Default = ptr(1.0), ptr(float64(docs.MaxTopK)), []byte(fmt.Sprint(docs.DefaultTopK))
 	t := prop(sc, "threshold")
+	if s != nil && s.deps.Docs != nil {
+		t.Description += fmt.Sprintf(" (default here %.2f: similarity is relative to the embedding model, whose unrelated passages score near 0 and close paraphrases highest)", s.deps.Docs.DefaultThreshold())
+	}
 	t.Minimum, t.Maximum = ptr(0.0), ptr(1.0)
 	prop(sc, "mode").Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
 }
@@ -193,12 +196,8 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 }
 
 func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
-	threshold := 0.7
-	if in.Threshold != nil {
-		threshold = *in.Threshold
-	}
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
-		Threshold: &threshold, Mode: docs.Mode(in.Mode)}
+		Threshold: in.Threshold, Mode: docs.Mode(in.Mode)}
 	hits, err := s.deps.Docs.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)

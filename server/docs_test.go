@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -550,5 +552,37 @@ func TestUploadResultsPerPart(t *testing.T) {
 	hits := decode[SearchDocsOutput](t, res)
 	if len(hits.Chunks) == 0 || hits.Chunks[0].Source != site.URL+"/zlib" || !strings.Contains(textOf(res), "from "+site.URL+"/zlib") {
 		t.Errorf("search hits do not show the source: %+v", hits.Chunks)
+	}
+}
+
+// busyUploads is an upload queue with no free slot.
+type busyUploads struct{ Uploads }
+
+func (busyUploads) Reserve() (*docs.Ticket, error) {
+	return nil, fmt.Errorf("docs: reserve: %w", docs.ErrBusy)
+}
+
+// TestUploadBusyBeforeReading: with the queue full, an upload is refused
+// with 503 before its body is read: the client announces 45 MB, sends only
+// the headers, and gets its answer.
+func TestUploadBusyBeforeReading(t *testing.T) {
+	h := newDocsHarness(t, nil, func(d *Deps) { d.Ingest = busyUploads{d.Ingest} })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.http.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/conversations/c/files HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=xyz\r\nContent-Length: %d\r\n\r\n", 45<<20)
+	// Were the server reading the body, no answer would come.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	defer resp.Body.Close()
+	var body envelope
+	json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || body.Error == nil || !body.Error.Retryable {
+		t.Errorf("status %s, Retry-After %q, body %+v; want 503, retryable, with Retry-After", resp.Status, resp.Header.Get("Retry-After"), body.Error)
 	}
 }

@@ -69,7 +69,13 @@ func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		orig := r.Body
+		r.Body = &deadlineBody{ReadCloser: orig, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		// net/http looks at the body's own type, after the handler, to tell
+		// an unread body too large to drain (answer and close) from one to
+		// drain: give it back its body, or a handler that answers without
+		// reading a large body would never be heard.
+		defer func() { r.Body = orig }()
 		next.ServeHTTP(w, r)
 	})
 }

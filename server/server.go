@@ -55,6 +55,9 @@ type PageFetcher interface {
 // Documents reads and deletes uploaded documents (docs.Store).
 type Documents interface {
 	Search(ctx context.Context, q docs.Query) ([]docs.Hit, error)
+	// DefaultThreshold is the similarity a query without a threshold
+	// needs, calibrated for the embedder in use.
+	DefaultThreshold() float64
 	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
 	GetFile(ctx context.Context, id string) (docs.File, error)
 	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
@@ -70,6 +73,10 @@ type Documents interface {
 // Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
 type Uploads interface {
 	SubmitUpload(ctx context.Context, u docs.Upload) (docs.File, error)
+	// Reserve takes a queue slot before a body is read (ErrBusy when none
+	// is free); SubmitFile then stores an upload spooled to a file.
+	Reserve() (*docs.Ticket, error)
+	SubmitFile(ctx context.Context, t *docs.Ticket, u docs.Upload) (docs.File, error)
 	IngestStats() docs.IngestStats
 }
 

@@ -38,7 +38,8 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 	write("notes/a.md", []byte("# Alpha\n\nThe answer to the E1047 puzzle is forty-two."))
 	// No extension: text by its content, as an upload of it would be.
 	write("copyright", []byte("Copyright 2026 the authors. Permission is granted to copy this file."))
-	// A name with a terminal escape is printed escaped.
+	// A name with a terminal escape is refused, as an upload of it is, and
+	// printed escaped.
 	write("evil\x1b[31m.txt", []byte("A file whose name colours the terminal."))
 	write("image.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
 	write("blob.dat", []byte{0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7})
@@ -76,8 +77,11 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 	}
 
 	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "walk", dir)
-	if err != nil {
-		t.Fatalf("ingest: %v\nstdout %s\nstderr %s", err, out, errOut)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 files failed") {
+		t.Fatalf("ingest: %v, want the file with an escape in its name to fail\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	if line := "failed  " + filepath.Join(dir, `evil\x1b[31m.txt`) + ": "; !strings.Contains(errOut, line) || !strings.Contains(errOut, "control or bidirectional formatting character") {
+		t.Errorf("stderr does not say why the escaped name failed:\n%s", errOut)
 	}
 	for name, reason := range want {
 		path := filepath.Join(dir, name)
@@ -88,12 +92,12 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", line, errOut)
 		}
 	}
-	for _, name := range []string{"notes/a.md", "copyright", `evil\x1b[31m.txt`} {
+	for _, name := range []string{"notes/a.md", "copyright"} {
 		if !strings.Contains(errOut, "ready   "+filepath.Join(dir, name)+":") {
 			t.Errorf("%s not ingested:\n%s", name, errOut)
 		}
 	}
-	summary := "3 ingested, 0 already present, 0 failed, " + strconv.Itoa(len(want)) + " skipped;"
+	summary := "2 ingested, 0 already present, 1 failed, " + strconv.Itoa(len(want)) + " skipped;"
 	if !strings.HasPrefix(out, summary) {
 		t.Errorf("summary %q, want it to start with %q", out, summary)
 	}
