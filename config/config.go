@@ -21,6 +21,9 @@ import (
 type RateLimit struct {
 	PerMinute int
 	Burst     int
+	// Global, when above 0, is a ceiling of calls per minute on the tool
+	// for all callers together, on top of each caller's own bucket.
+	Global int
 }
 
 // Config is the effective configuration of one mcpsearch process.
@@ -278,10 +281,10 @@ func vars() []envVar {
 	}
 }
 
-// toolVar matches the per-tool settings MCP_<tool>_rate_limit_per_minute
-// and MCP_<tool>_rate_limit_burst. Which tools exist is the server's to
+// toolVar matches the per-tool settings MCP_<tool>_rate_limit_per_minute,
+// MCP_<tool>_rate_limit_burst and MCP_<tool>_rate_limit_global_per_minute. Which tools exist is the server's to
 // say: it refuses settings of a tool it does not have.
-var toolVar = regexp.MustCompile(`^MCP_(\w+?)_rate_limit_(per_minute|burst)$`)
+var toolVar = regexp.MustCompile(`^MCP_(\w+?)_rate_limit_(global_per_minute|per_minute|burst)$`)
 
 // LoadEnv applies the environment (as os.Environ gives it) to c. An error
 // names the variable and says what it should hold.
@@ -312,9 +315,12 @@ func (c *Config) LoadEnv(environ []string) error {
 		if !ok {
 			rl = RateLimit{PerMinute: -1, Burst: -1}
 		}
-		if m[2] == "burst" {
+		switch m[2] {
+		case "burst":
 			rl.Burst = n
-		} else {
+		case "global_per_minute":
+			rl.Global = n
+		default:
 			rl.PerMinute = n
 		}
 		if c.RateLimits == nil {
@@ -347,6 +353,7 @@ func UnknownVars(environ []string, tools []string) []string {
 	for _, t := range tools {
 		known["MCP_"+t+"_rate_limit_per_minute"] = true
 		known["MCP_"+t+"_rate_limit_burst"] = true
+		known["MCP_"+t+"_rate_limit_global_per_minute"] = true
 	}
 	var out []string
 	for _, name := range sortedKeys(parseEnviron(environ)) {
@@ -426,6 +433,9 @@ func (c *Config) RateLimitFor(tool string) RateLimit {
 		if o.Burst >= 0 {
 			rl.Burst = o.Burst
 		}
+	}
+	if o, ok := c.RateLimits[tool]; ok && o.Global > 0 {
+		rl.Global = o.Global
 	}
 	return rl
 }

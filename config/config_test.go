@@ -35,14 +35,15 @@ func load(t *testing.T, vars map[string]string, args ...string) (Config, error) 
 
 func TestEnvAndFlags(t *testing.T) {
 	c, err := load(t, map[string]string{
-		"MCP_web_search_searxng_url":            "http://searx:8080",
-		"MCP_web_search_timeout_ms":             "2500",
-		"MCP_web_search_max_results":            "8",
-		"MCP_rate_limit_per_minute":             "60",
-		"MCP_web_search_rate_limit_burst":       "2",
-		"MCP_search_docs_rate_limit_per_minute": "600",
-		"MCP_web_search_cache_ttl":              "90",
-		"MCP_transport":                         "http,sse",
+		"MCP_web_search_searxng_url":                   "http://searx:8080",
+		"MCP_web_search_timeout_ms":                    "2500",
+		"MCP_web_search_max_results":                   "8",
+		"MCP_rate_limit_per_minute":                    "60",
+		"MCP_web_search_rate_limit_burst":              "2",
+		"MCP_search_docs_rate_limit_per_minute":        "600",
+		"MCP_search_docs_rate_limit_global_per_minute": "100",
+		"MCP_web_search_cache_ttl":                     "90",
+		"MCP_transport":                                "http,sse",
 	}, "--web-search-max-results", "9", "--stateless", "--rate-limit", "get_chunk=5/1")
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +55,10 @@ func TestEnvAndFlags(t *testing.T) {
 		t.Errorf("flags did not override: max %d stateless %v", c.WebSearchMaxResults, c.Stateless)
 	}
 	for tool, want := range map[string]RateLimit{
-		"web_search":  {60, 2},
-		"search_docs": {600, 5},
-		"get_chunk":   {5, 1},
-		"list_files":  {60, 5},
+		"web_search":  {60, 2, 0},
+		"search_docs": {600, 5, 100},
+		"get_chunk":   {5, 1, 0},
+		"list_files":  {60, 5, 0},
 	} {
 		if got := c.RateLimitFor(tool); got != want {
 			t.Errorf("RateLimitFor(%s) = %+v, want %+v", tool, got, want)

@@ -170,3 +170,33 @@ func TestReadinessHidesDetailsWithoutKey(t *testing.T) {
 		t.Errorf("with a key: database %+v, want the error text", c)
 	}
 }
+
+// TestGlobalCeiling: a tool's global ceiling bounds all tenants together,
+// on top of each one's own bucket.
+func TestGlobalCeiling(t *testing.T) {
+	_, hs := keyedServerWith(t, func(c *config.Config) {
+		c.RateLimits = map[string]config.RateLimit{"web_search": {PerMinute: 600, Burst: 100, Global: 3}}
+	})
+	calls := 0
+	for _, key := range []string{fullKey, scopedKey} {
+		cs, err := connectHTTP(t, hs.URL, "http", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "ceiling"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls++
+			if calls <= 3 && res.IsError {
+				t.Errorf("call %d within the ceiling refused: %s", calls, textOf(res))
+			}
+			if calls == 4 {
+				if te := toolErr(t, res); te.Code != CodeRateLimited {
+					t.Errorf("call 4 past the global ceiling of 3: %+v, want RATE_LIMITED", te)
+				}
+			}
+		}
+	}
+}

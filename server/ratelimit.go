@@ -56,22 +56,56 @@ func (l *limiters) get(caller, tool string) *bucket {
 	return b
 }
 
-// allow takes one token from the caller's bucket of tool. When none is left
-// it reports how long until one is.
+// globalCaller names the bucket all callers of a tool share when the tool
+// has a global ceiling; no API key can have this name.
+const globalCaller = "\x00global"
+
+// allow takes one token from the caller's bucket of tool and, when the tool
+// has a global ceiling, one from the bucket all callers share. When either
+// is empty it takes none and reports how long until a call may pass.
 func (l *limiters) allow(caller, tool string, now time.Time) (bool, time.Duration) {
-	b := l.get(caller, tool)
-	if b.lim == nil {
-		return true, 0
+	own, ok, wait := take(l.get(caller, tool), now)
+	if !ok {
+		return false, wait
+	}
+	_, ok, wait = take(l.global(tool), now)
+	if !ok && own != nil {
+		own.CancelAt(now)
+	}
+	return ok, wait
+}
+
+// take reserves a token of b; a nil reservation means b is not limited.
+func take(b *bucket, now time.Time) (*rate.Reservation, bool, time.Duration) {
+	if b == nil || b.lim == nil {
+		return nil, true, 0
 	}
 	r := b.lim.ReserveN(now, 1)
 	if !r.OK() {
-		return false, time.Minute
+		return nil, false, time.Minute
 	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d
+		return nil, false, d
 	}
-	return true, 0
+	return r, true, 0
+}
+
+// global returns the shared bucket of tool, nil when it has no ceiling.
+func (l *limiters) global(tool string) *bucket {
+	rl := l.cfg(tool)
+	if rl.Global <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := bucketKey{globalCaller, tool}
+	b, ok := l.buckets[k]
+	if !ok {
+		b = &bucket{perMinute: rl.Global, burst: rl.Global, lim: rate.NewLimiter(rate.Limit(float64(rl.Global)/60), rl.Global)}
+		l.buckets[k] = b
+	}
+	return b
 }
 
 // state reports the caller's bucket of tool at now; ok is false when the
