@@ -425,6 +425,9 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 // ingestURL fetches a page with fetch_url's client and address rules and
 // ingests it with the URL as its source.
 func ingestURL(ctx context.Context, in *docs.Ingester, cfg config.Config, conv, target string) (docs.File, error) {
+	if !cfg.FetchURLEnabled {
+		return docs.File{}, errors.New("ingestion by URL is off (MCP_fetch_url_enabled=false)")
+	}
 	fc, err := newFetcher(cfg)
 	if err != nil {
 		return docs.File{}, err
