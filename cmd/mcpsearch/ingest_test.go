@@ -159,6 +159,10 @@ func TestIngestURLAndDeleteConversation(t *testing.T) {
 		t.Errorf("a loopback URL was not refused: %v\n%s", err, errOut)
 	}
 	vars["MCP_fetch_url_allow_hosts"] = "127.0.0.1"
+	off := map[string]string{"DATABASE_URL": vars["DATABASE_URL"], "MCP_fetch_url_allow_hosts": "127.0.0.1", "MCP_fetch_url_enabled": "false"}
+	if _, errOut, err := runCLI(t, off, "ingest", "--conversation", "ops", site.URL+"/runbook"); err == nil || !strings.Contains(errOut, "ingestion by URL is off") {
+		t.Errorf("with MCP_fetch_url_enabled=false a URL was not refused: %v\n%s", err, errOut)
+	}
 	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "ops", site.URL+"/runbook")
 	if err != nil || !strings.Contains(out, "1 ingested") {
 		t.Fatalf("ingest URL: %v\n%s\n%s", err, out, errOut)
