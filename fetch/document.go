@@ -15,7 +15,6 @@ import (
 	"codeberg.org/readeck/go-readability/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 
 	"github.com/mcpsearch/mcpsearch/docs/extract"
@@ -141,7 +140,7 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	d.Title = documentTitle(doc)
+	d.Title = extract.HTMLTitle(doc)
 	d.rawFn = func() string {
 		// Raw is asked for rarely: parse again rather than keep a second
 		// tree alive for every cached page.
@@ -199,28 +198,6 @@ func parseHTML(body []byte, declared string) (*html.Node, error) {
 		return html.Parse(bytes.NewReader(body))
 	}
 	return html.Parse(r)
-}
-
-// documentTitle returns the text of the first <title> element.
-func documentTitle(n *html.Node) string {
-	if n.Type == html.ElementNode && n.DataAtom == atom.Title {
-		var b strings.Builder
-		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-			if ch.Type == html.TextNode {
-				b.WriteString(ch.Data)
-			}
-		}
-		return strings.Join(strings.Fields(b.String()), " ")
-	}
-	if n.Type == html.ElementNode && n.DataAtom == atom.Body {
-		return ""
-	}
-	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-		if t := documentTitle(ch); t != "" {
-			return t
-		}
-	}
-	return ""
 }
 
 // convertPDF returns the text of every page, each under a "--- page N ---"

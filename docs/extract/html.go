@@ -20,7 +20,7 @@ func extractHTML(data []byte) (*Document, error) {
 		return nil, fmt.Errorf("%w: html: %v", ErrCorrupt, err)
 	}
 	var w htmlWriter
-	if title := findTitle(root); title != "" {
+	if title := HTMLTitle(root); title != "" {
 		w.text(title)
 		w.breakLine(2)
 	}
@@ -66,7 +66,9 @@ var skipped = map[atom.Atom]bool{
 	atom.Object: true, atom.Canvas: true, atom.Select: true, atom.Datalist: true,
 }
 
-func findTitle(n *html.Node) string {
+// HTMLTitle returns the text of a parsed page's first <title> element,
+// with its spaces collapsed; "" when the head has none.
+func HTMLTitle(n *html.Node) string {
 	if n.Type == html.ElementNode && n.DataAtom == atom.Title {
 		var b strings.Builder
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -80,7 +82,7 @@ func findTitle(n *html.Node) string {
 		return ""
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if t := findTitle(c); t != "" {
+		if t := HTMLTitle(c); t != "" {
 			return t
 		}
 	}
