@@ -29,7 +29,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { closing, expectError, runMain, textBlocks } from "./scenario.mjs";
+import { closing, connectionFlag, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const TOOL = "fetch_url";
 const CALL_TIMEOUT_MS = 30000;
@@ -40,22 +40,10 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (connectionFlag(opts, flag, value)) continue;
     switch (flag) {
       case "--transport": opts.transport = value; break;
       case "--command": opts.command = value; break;
-      case "--arg": opts.args.push(value); break;
-      case "--env": {
-        const k = value.indexOf("=");
-        if (k <= 0) throw new Error(`--env wants K=V, got ${JSON.stringify(value)}`);
-        opts.env[value.slice(0, k)] = value.slice(k + 1);
-        break;
-      }
-      case "--header": {
-        const k = value.indexOf(":");
-        if (k <= 0) throw new Error(`--header wants NAME:VALUE, got ${JSON.stringify(value)}`);
-        opts.headers[value.slice(0, k).trim()] = value.slice(k + 1).trim();
-        break;
-      }
       case "--url-mcp": opts.endpoint = value; break;
       case "--scenario": opts.scenario = value; break;
       case "--url": opts.url = value; break;

@@ -22,6 +22,23 @@ export class Checks {
 // and hands it to drive(opts, run, check, details), which connects a client,
 // calls run and closes the client, also when run fails. The whole scenario
 // must end within timeoutMs.
+// connectionFlag applies a flag every client script takes to reach the
+// server (--arg, --env K=V, --header NAME:VALUE) to opts, and reports
+// whether it was one.
+export function connectionFlag(opts, flag, value) {
+  const pair = (sep, what) => {
+    const k = value.indexOf(sep);
+    if (k <= 0) throw new Error(`${flag} wants ${what}, got ${JSON.stringify(value)}`);
+    return [value.slice(0, k).trim(), value.slice(k + 1).trim()];
+  };
+  switch (flag) {
+    case "--arg": opts.args.push(value); return true;
+    case "--env": { const [k, v] = pair("=", "K=V"); opts.env[k] = v; return true; }
+    case "--header": { const [k, v] = pair(":", "NAME:VALUE"); opts.headers[k] = v; return true; }
+  }
+  return false;
+}
+
 export async function runMain(name, { argv, parseArgs, scenarios, drive, timeoutMs }) {
   let opts;
   try {

@@ -25,7 +25,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
-import { CheckError, closing, expectError, runMain, textBlocks } from "./scenario.mjs";
+import { CheckError, closing, connectionFlag, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const TOOL = "web_search";
 const CALL_TIMEOUT_MS = 20000;
@@ -51,22 +51,10 @@ function parseArgs(argv) {
       }
       value = argv[++i];
     }
+    if (connectionFlag(opts, name, value)) continue;
     switch (name) {
       case "--transport": opts.transport = value; break;
       case "--command": opts.command = value; break;
-      case "--arg": opts.args.push(value); break;
-      case "--env": {
-        const k = value.indexOf("=");
-        if (k <= 0) throw new Error(`--env wants K=V, got ${JSON.stringify(value)}`);
-        opts.env[value.slice(0, k)] = value.slice(k + 1);
-        break;
-      }
-      case "--header": {
-        const k = value.indexOf(":");
-        if (k <= 0) throw new Error(`--header wants NAME:VALUE, got ${JSON.stringify(value)}`);
-        opts.headers[value.slice(0, k).trim()] = value.slice(k + 1).trim();
-        break;
-      }
       case "--url": opts.url = value; break;
       case "--scenario": opts.scenario = value; break;
       case "--query": opts.query = value; break;

@@ -32,7 +32,7 @@ import { readFileSync } from "node:fs";
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
-import { CheckError, closing, expectError, runMain, textBlocks } from "./scenario.mjs";
+import { CheckError, closing, connectionFlag, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const CALL_TIMEOUT_MS = 20000;
 const SCENARIO_TIMEOUT_MS = 60000;
@@ -73,26 +73,10 @@ function parseArgs(argv) {
       throw new Error(`${flag} needs a value`);
     }
     const value = argv[++i];
-    switch (flag) {
-      case "--arg": opts.args.push(value); break;
-      case "--env": {
-        const k = value.indexOf("=");
-        if (k <= 0) throw new Error(`--env wants K=V, got ${JSON.stringify(value)}`);
-        opts.env[value.slice(0, k)] = value.slice(k + 1);
-        break;
-      }
-      case "--header": {
-        const k = value.indexOf(":");
-        if (k <= 0) throw new Error(`--header wants NAME:VALUE, got ${JSON.stringify(value)}`);
-        opts.headers[value.slice(0, k).trim()] = value.slice(k + 1).trim();
-        break;
-      }
-      default: {
-        const spec = flags[flag];
-        if (!spec) throw new Error(`unknown flag ${flag}`);
-        opts[spec[0]] = spec[1](value);
-      }
-    }
+    if (connectionFlag(opts, flag, value)) continue;
+    const spec = flags[flag];
+    if (!spec) throw new Error(`unknown flag ${flag}`);
+    opts[spec[0]] = spec[1](value);
   }
   if (!["stdio", "http"].includes(opts.transport)) {
     throw new Error("--transport must be stdio or http");
