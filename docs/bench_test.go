@@ -38,10 +38,13 @@ func BenchmarkStore(b *testing.B) {
 	var ingestion strings.Builder
 	for _, size := range sizes {
 		s, load := loadCorpus(b, size)
-		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s end to end (%.0f chunks/s for embedding alone, %d workers); "+
-			"the same HNSW index built in bulk: %.0f chunks/s\n",
+		catchUp, bulk := indexTimes(b, s)
+		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s, files ready and searchable (%.0f chunks/s for embedding alone, %d workers); "+
+			"%d vector index builds in the background meanwhile; the index then covered the rest in %.1f s; "+
+			"%.0f chunks/s through the index as well; the whole index built in bulk: %.0f chunks/s\n",
 			load.chunks, load.elapsed.Seconds(), float64(load.chunks)/load.elapsed.Seconds(), load.embedRate, benchWorkers,
-			bulkIndexRate(b, s, load.chunks))
+			s.IngestStats().IndexBuilds, catchUp.Seconds(), float64(load.chunks)/(load.elapsed+catchUp).Seconds(),
+			float64(load.chunks)/bulk.Seconds())
 		queries := benchQueries(200)
 		// The keyword index of the big conversation, measured on the heap
 		// and by the cache's own estimate.
@@ -77,26 +80,26 @@ func BenchmarkStore(b *testing.B) {
 	fmt.Print(table.String() + "\n" + ingestion.String())
 }
 
-// bulkIndexRate rebuilds the HNSW index of s's embedder in one pass over
-// every stored chunk, as pgvector builds an index created after a bulk
-// load, and returns chunks per second.
-func bulkIndexRate(b *testing.B, s *testStore, chunks int) float64 {
+// indexTimes returns how long the vector index takes to cover the chunks a
+// load left fresh (the build the background would start once ingestion
+// pauses), then how long pgvector takes to build it over every chunk, as
+// for an index created after a bulk load.
+func indexTimes(b *testing.B, s *testStore) (catchUp, bulk time.Duration) {
 	b.Helper()
 	ctx := context.Background()
-	emb := s.Embedder()
-	conn, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET maintenance_work_mem = '1GB'"); err != nil {
-		b.Fatal(err)
-	}
 	t0 := time.Now()
-	if _, err := conn.Exec(ctx, "REINDEX INDEX "+indexName(emb.Model(), emb.Dimensions())); err != nil {
+	if _, err := s.BuildIndex(ctx, IndexPolicy{}, true); err != nil {
 		b.Fatal(err)
 	}
-	return float64(chunks) / time.Since(t0).Seconds()
+	catchUp = time.Since(t0)
+	if _, err := s.Pool().Exec(ctx, `UPDATE vector_indexes SET watermark = -1`); err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	if built, err := s.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		b.Fatalf("BuildIndex = %v, %v", built, err)
+	}
+	return catchUp, time.Since(t0)
 }
 
 const benchWorkers = 2

@@ -41,8 +41,14 @@ func newStore(t testing.TB, opts IngestOptions) (*testStore, string) {
 // all closed when the test ends.
 func openStore(t testing.TB, url string, emb embed.Embedder, opts IngestOptions) *testStore {
 	t.Helper()
+	return openStoreWith(t, url, emb, Options{}, opts)
+}
+
+// openStoreWith is openStore with the Store's options.
+func openStoreWith(t testing.TB, url string, emb embed.Embedder, sopts Options, opts IngestOptions) *testStore {
+	t.Helper()
 	pool := openPool(t, url)
-	s, err := NewStore(pool, emb, Options{})
+	s, err := NewStore(pool, emb, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}

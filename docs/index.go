@@ -5,11 +5,42 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// The HNSW index of a model's embeddings is built in bulk, in the
+// background, rather than maintained as chunks are stored: an HNSW insert
+// costs milliseconds a row, which capped ingestion near 300 chunks a second
+// per core, while pgvector builds the same index several times faster in
+// one pass (see the README's performance section).
+//
+// Every write of chunks takes a number from chunk_write_seq and stamps it
+// on the chunks and their file (write_seq). An index covers the chunks of
+// its model written up to its watermark:
+//
+//	CREATE INDEX CONCURRENTLY chunks_hnsw_<model>_<dims>_<digest>_<watermark> ON chunks
+//	  USING hnsw ((embedding::vector(<dims>)) vector_cosine_ops)
+//	  WHERE embedding_model = '<model>' AND write_seq <= <watermark>
+//
+// and vector_indexes names the index searches use. A search of a large
+// conversation ranks the covered chunks through the index and the fresh
+// ones (written after the watermark) exactly, and merges the two lists; a
+// small conversation is ranked exactly whatever the index. So a file is
+// searchable on every replica as soon as it is stored; the index only
+// decides how fast a large conversation is searched.
+//
+// A build starts when a large conversation has enough fresh chunks to slow
+// its searches down (IndexPolicy.FreshChunks) and writes have paused for
+// IndexPolicy.Settle, or when the fresh chunks of the model outnumber the
+// indexed ones, so that a database that never stops ingesting is still
+// indexed, at a cost proportional to its growth. One process builds at a
+// time (an advisory lock); the new index replaces the old one only once it
+// is complete, so searches never lose their index.
 
 // pgvector's HNSW index accepts vector up to 2,000 dimensions and halfvec up
 // to 4,000. Larger embeddings are stored and searched exactly, unindexed.
@@ -17,6 +48,55 @@ const (
 	maxVectorIndexDims  = 2000
 	maxHalfvecIndexDims = 4000
 )
+
+// Defaults of IndexPolicy.
+const (
+	// DefaultIndexSettle is how long writes must pause before a build.
+	DefaultIndexSettle = 5 * time.Second
+	// DefaultIndexInterval is how often an Ingester checks its model's index.
+	DefaultIndexInterval = 5 * time.Second
+	// DefaultIndexBuildMemory is the maintenance_work_mem of a build:
+	// pgvector builds several times faster when the graph fits in it
+	// (about 2 KB a chunk of 384 dimensions).
+	DefaultIndexBuildMemory = 1 << 30
+)
+
+// IndexPolicy says when the vector index of the embedder's model is
+// rebuilt, and with how much memory. The zero value is the defaults.
+type IndexPolicy struct {
+	// FreshChunks is how many chunks of one conversation larger than the
+	// exact-ranking limit must be fresh (not yet covered) before a build;
+	// zero means that limit (2,000), the size every small conversation is
+	// ranked exactly at anyway.
+	FreshChunks int64
+	// Settle is how long no file of the model must have been stored
+	// before a build; zero means DefaultIndexSettle. A build starts
+	// without waiting once the fresh chunks outnumber the covered ones.
+	Settle time.Duration
+	// Interval is how often an Ingester checks; zero means
+	// DefaultIndexInterval. Negative disables background builds: then
+	// only BuildIndex builds (mcpsearch index).
+	Interval time.Duration
+	// BuildMemory is PostgreSQL's maintenance_work_mem for a build, in
+	// bytes; zero means DefaultIndexBuildMemory.
+	BuildMemory int64
+}
+
+func (p IndexPolicy) withDefaults(exactChunks int64) IndexPolicy {
+	if p.FreshChunks <= 0 {
+		p.FreshChunks = max(exactChunks, 1)
+	}
+	if p.Settle <= 0 {
+		p.Settle = DefaultIndexSettle
+	}
+	if p.Interval == 0 {
+		p.Interval = DefaultIndexInterval
+	}
+	if p.BuildMemory <= 0 {
+		p.BuildMemory = DefaultIndexBuildMemory
+	}
+	return p
+}
 
 // vectorType is the SQL type a model's embeddings are cast to, both in its
 // index expression and in every query, so that the planner can use the
@@ -43,9 +123,10 @@ func modelLiteral(model string) string {
 	return "'" + strings.ReplaceAll(model, "'", "''") + "'"
 }
 
-// indexName is the name of a model's HNSW index: a readable form of the model
-// plus a digest of the exact name, within PostgreSQL's 63-byte limit.
-func indexName(model string, dims int) string {
+// indexPrefix is the start of the names of a model's indexes: a readable
+// form of the model plus a digest of the exact name. indexName adds the
+// watermark, within PostgreSQL's 63-byte limit.
+func indexPrefix(model string, dims int) string {
 	var b strings.Builder
 	underscore := false
 	for _, r := range strings.ToLower(model) {
@@ -58,58 +139,210 @@ func indexName(model string, dims int) string {
 		}
 	}
 	readable := strings.Trim(b.String(), "_")
-	if len(readable) > 28 {
-		readable = strings.TrimRight(readable[:28], "_")
+	if len(readable) > 19 {
+		readable = strings.TrimRight(readable[:19], "_")
 	}
 	sum := sha256.Sum256([]byte(model))
-	return fmt.Sprintf("chunks_hnsw_%s_%d_%s", readable, dims, hex.EncodeToString(sum[:4]))
+	return fmt.Sprintf("chunks_hnsw_%s_%d_%s_", readable, dims, hex.EncodeToString(sum[:3]))
 }
 
-// EnsureModelIndex creates the HNSW cosine index for a model's embeddings of
-// dims dimensions unless it exists:
-//
-//	CREATE INDEX chunks_hnsw_<model> ON chunks
-//	  USING hnsw ((embedding::vector(<dims>)) vector_cosine_ops)
-//	  WHERE embedding_model = '<model>'
-//
-// Ingestion and Reembed call it before storing a model's first vectors, so
-// they enter the index as they are written. Embeddings over 2,000 dimensions
-// are indexed as halfvec; over 4,000 they are not indexed and searched
-// exactly. The outcome is cached per Store.
-func (s *Store) EnsureModelIndex(ctx context.Context, model string, dims int) error {
-	if dims > maxHalfvecIndexDims {
-		return nil
+// indexName is the name of a model's index covering writes up to watermark.
+func indexName(model string, dims int, watermark int64) string {
+	return fmt.Sprintf("%s%d", indexPrefix(model, dims), watermark)
+}
+
+// indexable reports whether pgvector can index embeddings of dims
+// dimensions.
+func indexable(dims int) bool { return dims <= maxHalfvecIndexDims }
+
+// IndexState is a model's vector index and the chunks it does not cover.
+type IndexState struct {
+	// Model and Dimensions are the embedder's.
+	Model      string
+	Dimensions int
+	// Index names the index searches use; "" when none is built yet.
+	Index string
+	// Watermark is the last write the index covers; -1 without an index.
+	Watermark int64
+	// Indexed and Fresh count the chunks of the model's ready files that
+	// the index covers and does not.
+	Indexed, Fresh int64
+	// FreshLarge is the most fresh chunks of one conversation too large
+	// to be ranked exactly without the index.
+	FreshLarge int64
+	// Idle is how long ago the newest fresh file was stored.
+	Idle time.Duration
+}
+
+// due reports whether the state calls for a build under p.
+func (st IndexState) due(p IndexPolicy) bool {
+	if !indexable(st.Dimensions) || st.FreshLarge < p.FreshChunks {
+		return false
 	}
-	name := indexName(model, dims)
-	s.indexMu.Lock()
-	defer s.indexMu.Unlock()
-	if s.indexed[name] {
-		return nil
+	return st.Idle >= p.Settle || st.Fresh >= st.Indexed
+}
+
+// IndexState reads the state of the vector index of the store's embedder.
+func (s *Store) IndexState(ctx context.Context) (IndexState, error) {
+	emb := s.Embedder()
+	st := IndexState{Model: emb.Model(), Dimensions: emb.Dimensions(), Watermark: -1}
+	err := s.pool.QueryRow(ctx, `SELECT index_name, watermark FROM vector_indexes WHERE embedding_model = $1`,
+		st.Model).Scan(&st.Index, &st.Watermark)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return st, dbError("docs: vector index", err)
 	}
+	var idle float64
+	err = s.pool.QueryRow(ctx, `
+		WITH f AS (
+			SELECT conversation_id, chunk_count, updated_at, write_seq > $2 AS fresh
+			FROM files WHERE status = 'ready' AND embedding_model = $1
+		)
+		SELECT coalesce(sum(chunk_count) FILTER (WHERE NOT fresh), 0),
+		       coalesce(sum(chunk_count) FILTER (WHERE fresh), 0),
+		       coalesce(extract(epoch FROM now() - max(updated_at) FILTER (WHERE fresh)), 0)::float8,
+		       coalesce((SELECT max(n) FROM (
+		           SELECT sum(f.chunk_count) AS n FROM f JOIN conversation_stats s USING (conversation_id)
+		           WHERE f.fresh AND s.chunk_count > $3 GROUP BY f.conversation_id) l), 0)
+		FROM f`, st.Model, st.Watermark, s.exactChunks).Scan(&st.Indexed, &st.Fresh, &idle, &st.FreshLarge)
+	if err != nil {
+		return st, dbError("docs: vector index", err)
+	}
+	st.Idle = time.Duration(idle * float64(time.Second))
+	return st, nil
+}
+
+// BuildIndex builds the vector index of the store's embedder over every
+// chunk stored so far, replaces the one searches use, and reports whether
+// it built one. Unless force is set it builds only when policy says the
+// index is due (see IndexPolicy). It returns false, with no error, when
+// another process is building it, when there is nothing to index, and for
+// embeddings pgvector cannot index (over 4,000 dimensions), which are
+// always ranked exactly. A build cancelled by ctx leaves the previous
+// index in use; what it left behind is dropped by the next build.
+func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) (bool, error) {
+	policy = policy.withDefaults(s.exactChunks)
+	emb := s.Embedder()
+	model, dims := emb.Model(), emb.Dimensions()
+	if !indexable(dims) {
+		return false, nil
+	}
+	// A connection of its own: CREATE INDEX CONCURRENTLY runs outside a
+	// transaction, and the session's lock and settings end with it.
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return false, dbError("docs: build vector index", err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey("vector-index/"+model)).Scan(&locked); err != nil {
+		return false, dbError("docs: build vector index", err)
+	}
+	if !locked {
+		return false, nil
+	}
+	// The state is read under the lock: another process may have just
+	// built the index.
+	st, err := s.IndexState(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st.Indexed+st.Fresh == 0 || (st.Fresh == 0 && st.Index != "") || (!force && !st.due(policy)) {
+		return false, nil
+	}
+	if err := dropIndexes(ctx, conn, indexPrefix(model, dims), st.Index); err != nil {
+		return false, err
+	}
+
+	start := time.Now()
+	var watermark int64
+	if err := conn.QueryRow(ctx, `SELECT nextval('chunk_write_seq')`).Scan(&watermark); err != nil {
+		return false, dbError("docs: build vector index", err)
+	}
+	name := indexName(model, dims, watermark)
 	ops := "vector_cosine_ops"
 	if dims > maxVectorIndexDims {
 		ops = "halfvec_cosine_ops"
 	}
-	tx, err := s.pool.Begin(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'", max(policy.BuildMemory>>10, 1024))); err != nil {
+		return false, dbError("docs: build vector index", err)
+	}
+	s.log.Info("docs: building the vector index", "model", model, "index", name, "chunks", st.Indexed+st.Fresh)
+	// Rows written while the index is built carry later write numbers
+	// than its watermark: they stay out of it, and ingestion does not wait.
+	sql := fmt.Sprintf(`CREATE INDEX CONCURRENTLY %s ON chunks USING hnsw (%s %s) WHERE embedding_model = %s AND write_seq <= %d`,
+		pgx.Identifier{name}.Sanitize(), vectorExpr(dims), ops, modelLiteral(model), watermark)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		// A failed concurrent build leaves an invalid index behind.
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(cleanup, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		return false, dbError("docs: build vector index "+name, err)
+	}
+	took := time.Since(start)
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO vector_indexes (embedding_model, dimensions, index_name, watermark, chunk_count, build_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (embedding_model) DO UPDATE
+		SET dimensions = excluded.dimensions, index_name = excluded.index_name, watermark = excluded.watermark,
+		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = now()`,
+		model, dims, name, watermark, st.Indexed+st.Fresh, took.Seconds()); err != nil {
+		return false, dbError("docs: build vector index", err)
+	}
+	s.log.Info("docs: vector index built", "model", model, "index", name, "chunks", st.Indexed+st.Fresh, "seconds", took.Seconds())
+	// Searches that read the old watermark a moment ago rank its chunks
+	// without an index until they finish; DROP INDEX CONCURRENTLY waits
+	// for them.
+	if err := dropIndexes(ctx, conn, indexPrefix(model, dims), name); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// dropIndexes drops the indexes on chunks whose name starts with prefix,
+// except keep: the index a build replaced, and whatever an interrupted
+// build left behind.
+func dropIndexes(ctx context.Context, conn *pgx.Conn, prefix, keep string) error {
+	rows, err := conn.Query(ctx, `
+		SELECT indexname FROM pg_indexes
+		WHERE schemaname = current_schema() AND tablename = 'chunks' AND starts_with(indexname, $1) AND indexname <> $2`,
+		prefix, keep)
 	if err != nil {
-		return dbError("docs: create index", err)
+		return dbError("docs: drop vector index", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// Two processes creating the same index at once would both pass IF NOT
-	// EXISTS and one would fail on the catalog's unique name.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey(name)); err != nil {
-		return dbError("docs: create index", err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return dbError("docs: drop vector index", err)
 	}
-	sql := fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON chunks USING hnsw (%s %s) WHERE embedding_model = %s`,
-		pgx.Identifier{name}.Sanitize(), vectorExpr(dims), ops, modelLiteral(model))
-	if _, err := tx.Exec(ctx, sql); err != nil {
-		return dbError("docs: create index "+name, err)
+	for _, name := range names {
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return dbError("docs: drop vector index "+name, err)
+		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return dbError("docs: create index "+name, err)
-	}
-	s.indexed[name] = true
 	return nil
+}
+
+// indexLoop checks the vector index of the embedder's model every
+// policy.Interval and builds it when it is due, until Close.
+func (in *Ingester) indexLoop() {
+	policy := in.opts.Index.withDefaults(in.st.exactChunks)
+	tick := time.NewTicker(policy.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-in.stop:
+			return
+		case <-tick.C:
+		}
+		start := time.Now()
+		built, err := in.st.BuildIndex(in.workCtx, policy, false)
+		if err != nil && in.workCtx.Err() == nil {
+			in.log.Warn("docs: vector index", "error", err)
+		}
+		if built {
+			in.counters.indexBuilds.Add(1)
+			in.counters.indexNanos.Add(int64(time.Since(start)))
+		}
+	}
 }
 
 // lockKey derives an advisory lock key from a name.

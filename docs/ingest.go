@@ -90,6 +90,9 @@ type IngestOptions struct {
 	// files to resume; zero means DefaultPollInterval. Files submitted to
 	// this Ingester wake a worker at once.
 	PollInterval time.Duration
+	// Index says when the Ingester builds the vector index of its
+	// embedder's model in the background (see IndexPolicy).
+	Index IndexPolicy
 	// Logger receives background processing events; nil discards them.
 	Logger *slog.Logger
 }
@@ -174,6 +177,9 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 	in.workCtx, in.cancelWork = context.WithCancelCause(context.Background())
 	for range opts.Workers {
 		in.workers.Go(in.work)
+	}
+	if opts.Index.Interval >= 0 {
+		in.workers.Go(in.indexLoop)
 	}
 	return in, nil
 }
@@ -545,9 +551,6 @@ func (in *Ingester) processFile(ctx context.Context, f File, c claim, data []byt
 		vecs, err = embedAll(ctx, emb, texts)
 	}
 	if err == nil {
-		err = in.st.EnsureModelIndex(ctx, emb.Model(), emb.Dimensions())
-	}
-	if err == nil {
 		var ready File
 		ready, err = in.st.storeFile(ctx, f, c, emb.Model(), doc, chunks, vecs)
 		if err == nil {
@@ -633,7 +636,9 @@ func checkVectors(emb embed.Embedder, want int, vecs [][]float32) error {
 }
 
 // storeFile commits a processed file: status ready, its chunks and the
-// conversation's statistics and generation, in one transaction. Rows are
+// conversation's statistics and generation, in one transaction. The chunks
+// and the file carry the write's number from chunk_write_seq: the vector
+// index, built later, covers them by it (see index.go). Rows are
 // locked in the order file, conversation_stats, the same order DeleteFile
 // and Reembed use, so they cannot deadlock.
 func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
@@ -651,12 +656,14 @@ func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, do
 
 	// The claim fences the write: a process that lost its claim to
 	// another stores nothing.
+	var write int64
 	ready, err := scanFile(tx.QueryRow(ctx, `
 		UPDATE files SET status = 'ready', error = '', chunk_count = $2, page_count = $3,
-			embedding_model = $4, extracted_text = $5, claimed_by = NULL, claimed_until = NULL, updated_at = now()
+			embedding_model = $4, extracted_text = $5, claimed_by = NULL, claimed_until = NULL, updated_at = now(),
+			write_seq = nextval('chunk_write_seq')
 		WHERE id = $1 AND status = 'processing' AND claimed_by = $6
-		RETURNING `+fileColumns,
-		f.ID, len(chunks), pages, model, doc.Text, c.token))
+		RETURNING `+fileColumns+`, write_seq`,
+		f.ID, len(chunks), pages, model, doc.Text, c.token), &write)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, fmt.Errorf("docs: store %s: %w: the file was deleted, or taken over, while it was processed", f.ID, ErrNotFound)
 	}
@@ -667,10 +674,10 @@ func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, do
 		return f, dbError("docs: store chunks", err)
 	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding"},
+		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq"},
 		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
 			c := chunks[i]
-			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, model, pgvector.NewVector(vecs[i])}, nil
+			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, model, pgvector.NewVector(vecs[i]), write}, nil
 		}))
 	if err != nil {
 		return f, dbError("docs: store chunks", err)

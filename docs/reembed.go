@@ -33,9 +33,6 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 		return fmt.Errorf("docs: reembed: %w", err)
 	}
 	s.setEmbedder(to)
-	if err := s.EnsureModelIndex(ctx, to.Model(), to.Dimensions()); err != nil {
-		return err
-	}
 
 	done, total := 0, 0
 	if progress != nil {
@@ -127,9 +124,13 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// The file row is locked first, as DeleteFile locks it, so the two
 	// cannot deadlock. A file deleted meanwhile has nothing left to move.
+	// The moved chunks are a new write: fresh for the new model's vector
+	// index until its next build (see index.go).
 	var conversationID string
-	err = tx.QueryRow(ctx, `UPDATE files SET embedding_model = $2, updated_at = now() WHERE id = $1 AND status = 'ready'
-		RETURNING conversation_id`, fileID, to.Model()).Scan(&conversationID)
+	var write int64
+	err = tx.QueryRow(ctx, `UPDATE files SET embedding_model = $2, updated_at = now(), write_seq = nextval('chunk_write_seq')
+		WHERE id = $1 AND status = 'ready'
+		RETURNING conversation_id, write_seq`, fileID, to.Model()).Scan(&conversationID, &write)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -152,8 +153,8 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 		return dbError("store vectors", err)
 	}
 	if _, err := tx.Exec(ctx, `
-		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2
-		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, to.Model()); err != nil {
+		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2, write_seq = $3
+		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, to.Model(), write); err != nil {
 		return dbError("store vectors", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

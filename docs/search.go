@@ -119,12 +119,14 @@ type candidate struct {
 //
 //   - Vector: the chunks nearest to the query embedding by cosine distance.
 //     A conversation of up to exactVectorChunks chunks is ranked exactly;
-//     a larger one from the model's HNSW index (on pgvector 0.8 and later
-//     with iterative index scans, hnsw.ef_search the number of chunks
-//     fetched, at least 40, so the conversation filter cannot starve the
-//     result; on older pgvector twice that, and an exact scan of the
-//     conversation when the index returns too few). Chunks with similarity below Threshold are
-//     dropped. Score is the similarity.
+//     a larger one from the model's HNSW index for the chunks it covers
+//     (on pgvector 0.8 and later with iterative index scans, hnsw.ef_search
+//     the number of chunks fetched, at least 40, so the conversation
+//     filter cannot starve the result; on older pgvector twice that, and
+//     an exact scan of the conversation when the index returns too few)
+//     and exactly for the chunks stored since the index was built (see
+//     index.go). Chunks with similarity below Threshold are dropped. Score
+//     is the similarity.
 //   - Keyword: chunks holding any of the query's words, after PostgreSQL's
 //     English text search normalisation (stemming, stop words), ranked by
 //     Okapi BM25 (k1 0.9, b 0.4) over the conversation's in-process
@@ -190,7 +192,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 		vectorDepth = max(hybridDepth, 4*k)
 		keywordDepth = vectorDepth
 	}
-	conv, terms, err := s.conversationState(ctx, q, keywordDepth > 0)
+	conv, terms, err := s.conversationState(ctx, q, m.name, keywordDepth > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +217,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 		return nil, dbError("docs: search", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	vl, err := rankings(ctx, tx, m, qv, q, vectorDepth, conv.chunks, iterative, kl)
+	vl, err := rankings(ctx, tx, m, qv, q, vectorDepth, conv, s.exactChunks, iterative, kl)
 	if err != nil {
 		return nil, err
 	}
@@ -245,20 +247,29 @@ type convState struct {
 	chunks int64
 	// generation changes with every change to the chunks.
 	generation int64
+	// watermark is the last write the model's vector index covers; -1
+	// when the model has no index (see index.go).
+	watermark int64
 }
 
-// conversationState reads the conversation's size and generation and, with
-// keyword set, the query's lexemes with their counts, in one round trip.
-func (s *Store) conversationState(ctx context.Context, q Query, keyword bool) (convState, []term, error) {
+// conversationState reads the conversation's size and generation, the
+// watermark of model's vector index and, with keyword set, the query's
+// lexemes with their counts, in one round trip.
+func (s *Store) conversationState(ctx context.Context, q Query, model string, keyword bool) (convState, []term, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT chunk_count, generation FROM conversation_stats WHERE conversation_id = $1`, q.ConversationID)
+	b.Queue(`SELECT watermark FROM vector_indexes WHERE embedding_model = $1`, model)
 	if keyword {
 		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var st convState
+	st := convState{watermark: -1}
 	err := br.QueryRow().Scan(&st.chunks, &st.generation)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return st, nil, dbError("docs: search", err)
+	}
+	err = br.QueryRow().Scan(&st.watermark)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
@@ -371,13 +382,16 @@ const exactVectorChunks = 2000
 
 // rankings returns the vector ranking (up to vectorDepth chunks, most
 // similar first; none for a depth of 0) of the conversation's chunks of
-// model m, whose size is chunks, and fills in the similarity of the keyword
-// ranking's chunks. The statements go to the server in one round trip.
-func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth int, chunks int64, iterative bool, keyword []candidate) (vector []candidate, err error) {
-	exact := chunks <= exactVectorChunks
+// model m, and fills in the similarity of the keyword ranking's chunks. A
+// conversation of more than exactChunks chunks is ranked through the
+// model's index for the chunks it covers and exactly for the fresh ones
+// (see index.go); a smaller one, or one whose model has no index yet,
+// exactly. The statements go to the server in one round trip.
+func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth int, conv convState, exactChunks int64, iterative bool, keyword []candidate) (vector []candidate, err error) {
+	indexed := vectorDepth > 0 && conv.chunks > exactChunks && conv.watermark >= 0
 	b := &pgx.Batch{}
 	settings := 0
-	if vectorDepth > 0 && !exact {
+	if indexed {
 		settings++
 		// An iterative scan goes on past ef_search while too few rows
 		// passed the filter, so the list needs no more than its depth;
@@ -396,20 +410,17 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 			// relaxed_order lets the index scan continue past ef_search
 			// until enough rows pass the conversation filter; results may
 			// come slightly out of order and are sorted below.
-			// A conversation just over exactVectorChunks in a
-			// database of millions of chunks passes the filter once in
-			// several hundred tuples: scan far enough to fill the list.
+			// A conversation just over exactChunks in a database of
+			// millions of chunks passes the filter once in several
+			// hundred tuples: scan far enough to fill the list.
 			settings += 2
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
 			b.Queue("SET LOCAL hnsw.max_scan_tuples = 200000")
 		}
-	}
-	if vectorDepth > 0 {
-		sql := vectorSQL(m)
-		if exact {
-			sql = exactVectorSQL(m)
-		}
-		b.Queue(sql, qv, q.ConversationID, vectorDepth)
+		b.Queue(vectorSQL(m, conv.watermark), qv, q.ConversationID, vectorDepth)
+		b.Queue(exactVectorSQL(m, conv.watermark), qv, q.ConversationID, vectorDepth)
+	} else if vectorDepth > 0 {
+		b.Queue(exactVectorSQL(m, -1), qv, q.ConversationID, vectorDepth)
 	}
 	ids := make([]string, len(keyword))
 	for i, c := range keyword {
@@ -433,11 +444,21 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 			return nil, dbError("docs: search", err)
 		}
 	}
+	short := false
 	if vectorDepth > 0 {
 		rows, err := br.Query()
 		if vector, err = collectCandidates(rows, err, false); err != nil {
 			return nil, err
 		}
+		short = len(vector) < vectorDepth
+	}
+	if indexed {
+		rows, err := br.Query()
+		fresh, err := collectCandidates(rows, err, false)
+		if err != nil {
+			return nil, err
+		}
+		vector = append(vector, fresh...)
 	}
 	if len(keyword) > 0 {
 		rows, err := br.Query()
@@ -456,11 +477,11 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 	if err := br.Close(); err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	if vectorDepth > 0 && !exact && !iterative && len(vector) < vectorDepth {
+	if indexed && !iterative && short {
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
-		rows, err := tx.Query(ctx, exactVectorSQL(m), qv, q.ConversationID, vectorDepth)
+		rows, err := tx.Query(ctx, exactVectorSQL(m, -1), qv, q.ConversationID, vectorDepth)
 		if vector, err = collectCandidates(rows, err, false); err != nil {
 			return nil, err
 		}
@@ -468,34 +489,40 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 	slices.SortStableFunc(vector, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.similarity, a.similarity), strings.Compare(a.id, b.id))
 	})
+	if len(vector) > vectorDepth {
+		vector = vector[:vectorDepth]
+	}
 	return vector, nil
 }
 
-// vectorSQL selects a conversation's chunks of model m by cosine distance to
-// $1, with $2 the conversation and $3 the limit. The ORDER BY expression and
-// the WHERE predicate repeat the index's definition (see EnsureModelIndex) so
-// that the planner can use it.
-func vectorSQL(m modelSpec) string {
+// vectorSQL selects a conversation's chunks of model m written up to
+// watermark by cosine distance to $1, with $2 the conversation and $3 the
+// limit. The ORDER BY expression and the WHERE predicate repeat the
+// definition of the index of that watermark (see BuildIndex) so that the
+// planner can use it.
+func vectorSQL(m modelSpec, watermark int64) string {
 	return fmt.Sprintf(`
 		SELECT id::text, 1 - (%[1]s <=> $1::vector::%[2]s)
 		FROM chunks
-		WHERE embedding_model = %[3]s AND conversation_id = $2
+		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2
 		ORDER BY %[1]s <=> $1::vector::%[2]s
-		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
+		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark)
 }
 
-// exactVectorSQL is vectorSQL computed over every chunk of the conversation:
-// the distances are materialised before they are ordered, so the HNSW index
-// cannot serve the ORDER BY.
-func exactVectorSQL(m modelSpec) string {
+// exactVectorSQL is vectorSQL computed over every chunk of the conversation
+// written after watermark (-1: every chunk), through the b-tree index on
+// (conversation_id, embedding_model, write_seq): the distances are
+// materialised before they are ordered, so an HNSW index cannot serve the
+// ORDER BY.
+func exactVectorSQL(m modelSpec, watermark int64) string {
 	return fmt.Sprintf(`
 		WITH d AS MATERIALIZED (
 			SELECT id, %[1]s <=> $1::vector::%[2]s AS distance
 			FROM chunks
-			WHERE embedding_model = %[3]s AND conversation_id = $2
+			WHERE conversation_id = $2 AND embedding_model = %[3]s AND write_seq > %[4]d
 		)
 		SELECT id::text, 1 - distance FROM d ORDER BY distance LIMIT $3`,
-		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name))
+		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark)
 }
 
 // collectCandidates reads rows of (id, similarity).

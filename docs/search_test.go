@@ -340,6 +340,13 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 		}
 	}
 	const query = "server cluster replica"
+	if built, err := loader.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		t.Fatalf("BuildIndex = %v, %v", built, err)
+	}
+	st, err := loader.IndexState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// What an exact search keeps: the small conversation's chunks with a
 	// similarity of at least 0 (the threshold).
@@ -373,12 +380,12 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	qv, _ := emb.Embed(ctx, []string{query})
-	plan := explain(t, conn, vectorSQL(m), vectorText(qv[0]), "small", 5)
-	if name := indexName(m.name, m.dims); !strings.Contains(plan, name) {
-		t.Fatalf("vector query plan does not use %s:\n%s", name, plan)
+	plan := explain(t, conn, vectorSQL(m, st.Watermark), vectorText(qv[0]), "small", 5)
+	if !strings.Contains(plan, st.Index) {
+		t.Fatalf("vector query plan does not use %s:\n%s", st.Index, plan)
 	}
 	// The premise: a plain filtered index scan comes back short.
-	rows, err = conn.Query(ctx, vectorSQL(m), vectorText(qv[0]), "small", 5)
+	rows, err = conn.Query(ctx, vectorSQL(m, st.Watermark), vectorText(qv[0]), "small", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +401,8 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	}
 
 	for _, exact := range []bool{false, true} {
-		s := openStore(t, forced, emb, IngestOptions{})
+		// However small, the conversation is ranked through the index.
+		s := openStoreWith(t, forced, emb, Options{exactChunks: -1}, IngestOptions{})
 		s.forceExactFallback = exact
 		hits, err := s.Search(ctx, Query{Text: query, ConversationID: "small", Mode: Vector, TopK: 5, Threshold: new(0.0)})
 		if err != nil {
@@ -540,19 +548,20 @@ func TestIndexName(t *testing.T) {
 		prefix string
 	}{
 		{"local-hash-v1-384", 384, "chunks_hnsw_local_hash_v1_384_384_"},
-		{"openai/text-embedding-3-small", 1536, "chunks_hnsw_openai_text_embedding_3_smal_1536_"},
+		{"openai/text-embedding-3-small", 1536, "chunks_hnsw_openai_text_embeddi_1536_"},
 		{"O'Brien  Model", 8, "chunks_hnsw_o_brien_model_8_"},
 		{"---", 8, "chunks_hnsw__8_"},
-		{strings.Repeat("x", 300), 4000, "chunks_hnsw_" + strings.Repeat("x", 28) + "_4000_"},
+		{strings.Repeat("x", 300), 4000, "chunks_hnsw_" + strings.Repeat("x", 19) + "_4000_"},
 	}
 	for _, tt := range tests {
-		got := indexName(tt.model, tt.dims)
-		if !strings.HasPrefix(got, tt.prefix) || len(got) > 63 {
+		// The largest watermark a sequence can reach still fits.
+		got := indexName(tt.model, tt.dims, math.MaxInt64)
+		if !strings.HasPrefix(got, tt.prefix) || !strings.HasPrefix(got, indexPrefix(tt.model, tt.dims)) || len(got) > 63 {
 			t.Errorf("indexName(%q, %d) = %q; want prefix %q and at most 63 bytes", tt.model, tt.dims, got, tt.prefix)
 		}
 	}
 	// Names that read the same differ by their digest.
-	if indexName("a-b", 8) == indexName("a_b", 8) {
+	if indexPrefix("a-b", 8) == indexPrefix("a_b", 8) {
 		t.Error("models a-b and a_b share an index name")
 	}
 }

@@ -17,11 +17,16 @@ type IngestStats struct {
 	Chunks, Pages, Bytes int64
 	// Duration is the time spent processing files, ready or failed.
 	Duration time.Duration
+	// IndexBuilds counts the vector index builds this Ingester ran in the
+	// background, and IndexBuildDuration their total time.
+	IndexBuilds        int64
+	IndexBuildDuration time.Duration
 }
 
 // ingestCounters are the atomics behind IngestStats.
 type ingestCounters struct {
 	ready, failed, chunks, pages, bytes, nanos atomic.Int64
+	indexBuilds, indexNanos                    atomic.Int64
 }
 
 func (c *ingestCounters) done(f File, ok bool, took time.Duration) {
@@ -47,5 +52,8 @@ func (in *Ingester) IngestStats() IngestStats {
 		Pages:    c.pages.Load(),
 		Bytes:    c.bytes.Load(),
 		Duration: time.Duration(c.nanos.Load()),
+
+		IndexBuilds:        c.indexBuilds.Load(),
+		IndexBuildDuration: time.Duration(c.indexNanos.Load()),
 	}
 }

@@ -8,8 +8,9 @@
 // half a file, and a failed file keeps no chunk, only its status "failed"
 // and the reason.
 //
-// Search ranks chunks by cosine similarity (pgvector HNSW), by Okapi BM25
-// over PostgreSQL full-text search, or by fusing both; see Search.
+// Search ranks chunks by cosine similarity (exactly, or through a pgvector
+// HNSW index built in the background: see index.go), by Okapi BM25 over
+// PostgreSQL's full-text lexemes, or by fusing both; see Search.
 //
 // The caller opens the connection pool (pg.Open) and owns it. A Store reads
 // and writes; an Ingester built on a Store runs the upload pipeline.
@@ -51,6 +52,10 @@ type Options struct {
 	// and length normalisation (0..1) in Keyword and Hybrid search; zero
 	// means DefaultBM25K1 and DefaultBM25B. Set both to tune them.
 	BM25K1, BM25B float64
+
+	// exactChunks overrides exactVectorChunks; tests lower it to reach
+	// the vector index with little data.
+	exactChunks int64
 }
 
 // MaxVectorWeight bounds Options.VectorWeight: beyond it the keyword ranking
@@ -71,9 +76,9 @@ type Store struct {
 	embMu sync.RWMutex
 	emb   embed.Embedder
 
-	// indexed caches the models whose HNSW index is known to exist.
-	indexMu sync.Mutex
-	indexed map[string]bool
+	// exactChunks is the largest conversation ranked exactly by vector
+	// search: exactVectorChunks unless Options lowers it.
+	exactChunks int64
 
 	// version caches the server's pgvector version; "" until first known.
 	versionMu sync.Mutex
@@ -120,7 +125,10 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 	if opts.KeywordCacheBytes <= 0 {
 		opts.KeywordCacheBytes = DefaultKeywordCacheBytes
 	}
-	return &Store{pool: pool, opts: opts, log: opts.Logger, emb: emb, indexed: map[string]bool{},
+	if opts.exactChunks == 0 {
+		opts.exactChunks = exactVectorChunks
+	}
+	return &Store{pool: pool, opts: opts, log: opts.Logger, emb: emb, exactChunks: opts.exactChunks,
 		keywords: newKeywordCache(opts.KeywordCacheBytes)}, nil
 }
 
