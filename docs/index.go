@@ -43,10 +43,11 @@ import (
 // is complete, so searches never lose their index.
 
 // pgvector's HNSW index accepts vector up to 2,000 dimensions and halfvec up
-// to 4,000. Larger embeddings are stored and searched exactly, unindexed.
+// to MaxIndexDimensions. Larger embeddings are stored and searched exactly,
+// unindexed.
 const (
-	maxVectorIndexDims  = 2000
-	maxHalfvecIndexDims = 4000
+	maxVectorIndexDims = 2000
+	MaxIndexDimensions = 4000
 )
 
 // Defaults of IndexPolicy.
@@ -153,7 +154,7 @@ func indexName(model string, dims int, watermark int64) string {
 
 // indexable reports whether pgvector can index embeddings of dims
 // dimensions.
-func indexable(dims int) bool { return dims <= maxHalfvecIndexDims }
+func indexable(dims int) bool { return dims <= MaxIndexDimensions }
 
 // IndexState is a model's vector index and the chunks it does not cover.
 type IndexState struct {

@@ -63,12 +63,25 @@ func newStore(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.St
 	return st, nil
 }
 
-// newIngester starts the upload pipeline of cfg on st; Close stops it.
-func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger) (*docs.Ingester, error) {
+// indexPolicy is the vector index policy of cfg.
+func indexPolicy(cfg config.Config) docs.IndexPolicy {
+	return docs.IndexPolicy{BuildMemory: int64(cfg.IndexBuildMemoryMB) << 20}
+}
+
+// newIngester starts the upload pipeline of cfg on st; Close stops it. A
+// server's Ingester builds the vector index in the background; a command's
+// (background false) leaves that to the server or to mcpsearch index,
+// since it ends as soon as its files are stored.
+func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background bool) (*docs.Ingester, error) {
+	policy := indexPolicy(cfg)
+	if !background {
+		policy.Interval = -1
+	}
 	in, err := docs.NewIngester(st, docs.IngestOptions{
 		Chunk:        chunk.Options{Size: cfg.ChunkSize, Overlap: cfg.ChunkOverlap},
 		MaxFileBytes: cfg.MaxFileBytes,
 		Workers:      cfg.Workers,
+		Index:        policy,
 		Logger:       log,
 	})
 	if err != nil {
@@ -155,7 +168,7 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	in, err := newIngester(cfg, st, log)
+	in, err := newIngester(cfg, st, log, false)
 	if err != nil {
 		return err
 	}
@@ -416,6 +429,10 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if state, err := in.Store().IndexState(ctx); err == nil && state.FreshLarge > 0 {
+		fmt.Fprintf(env.stderr, "%d chunks are not in the vector index yet (searchable, ranked exactly meanwhile); "+
+			"a running server builds it once uploads pause, or run mcpsearch index\n", state.Fresh)
+	}
 	if p.failed > 0 {
 		return fmt.Errorf("%d of %d files failed", p.failed, p.total)
 	}
@@ -464,6 +481,50 @@ func runDelete(ctx context.Context, env *environment, args []string) error {
 		return errors.New(errText(err))
 	}
 	fmt.Fprintf(env.stdout, "deleted %d files of conversation %s\n", n, conv)
+	return nil
+}
+
+func runIndex(ctx context.Context, env *environment, args []string) error {
+	cfg, _, err := loadConfig(env, "index", args, nil)
+	if err != nil {
+		return err
+	}
+	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	pool, st, err := migratedStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	before, err := st.IndexState(ctx)
+	if err != nil {
+		return errors.New(errText(err))
+	}
+	switch {
+	case before.Dimensions > docs.MaxIndexDimensions:
+		fmt.Fprintf(env.stdout, "%s has %d dimensions: pgvector indexes at most %d, so its chunks are always ranked exactly\n",
+			before.Model, before.Dimensions, docs.MaxIndexDimensions)
+		return nil
+	case before.Indexed+before.Fresh == 0:
+		fmt.Fprintf(env.stdout, "no chunk of %s is stored yet: nothing to index\n", before.Model)
+		return nil
+	case before.Fresh == 0:
+		fmt.Fprintf(env.stdout, "the vector index %s already covers every chunk of %s (%d)\n",
+			before.Index, before.Model, before.Indexed)
+		return nil
+	}
+	start := time.Now()
+	built, err := st.BuildIndex(ctx, indexPolicy(cfg), true)
+	if err != nil {
+		return errors.New(errText(err))
+	}
+	if !built {
+		return errors.New("another process is building the vector index of " + before.Model + "; try again when it has finished")
+	}
+	after, err := st.IndexState(ctx)
+	if err != nil {
+		return errors.New(errText(err))
+	}
+	fmt.Fprintf(env.stdout, "built %s over %d chunks of %s in %.1fs\n", after.Index, after.Indexed, after.Model, time.Since(start).Seconds())
 	return nil
 }
 

@@ -55,7 +55,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	in, err := newIngester(cfg, st, log)
+	in, err := newIngester(cfg, st, log, false)
 	if err != nil {
 		return err
 	}
@@ -77,6 +77,17 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
 		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels), st.Embedder().Model(), cfg.HybridVectorWeight())
+	// A corpus too large to be ranked exactly is searched through the
+	// vector index, as a server would once the upload settled.
+	if state, err := st.IndexState(ctx); err != nil {
+		return err
+	} else if state.FreshLarge > 0 {
+		t0 := time.Now()
+		if _, err := st.BuildIndex(ctx, indexPolicy(cfg), true); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "eval: vector index built over %d chunks in %.1fs\n", state.Indexed+state.Fresh, time.Since(t0).Seconds())
+	}
 	var run io.Writer
 	if runFile != "" {
 		f, err := os.Create(runFile)

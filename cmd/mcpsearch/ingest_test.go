@@ -187,3 +187,46 @@ func TestIngestURLAndDeleteConversation(t *testing.T) {
 		t.Errorf("%d files left after delete", n)
 	}
 }
+
+// TestIngestThenIndex ingests a conversation too large to be ranked
+// exactly: ingest says its chunks are outside the vector index, index
+// builds it, and a second index finds nothing left to do.
+func TestIngestThenIndex(t *testing.T) {
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_chunk_size": "100", "MCP_docs_chunk_overlap": "0"}
+	var text strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&text, "Section %d covers the replica %d failover drill in plain words. ", i, i%97)
+	}
+	path := filepath.Join(t.TempDir(), "manual.txt")
+	if err := os.WriteFile(path, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "manual", path)
+	if err != nil || !strings.Contains(out, "1 ingested") {
+		t.Fatalf("ingest: %v\n%s\n%s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "not in the vector index yet") || !strings.Contains(errOut, "mcpsearch index") {
+		t.Errorf("ingest does not say the index is behind:\n%s", errOut)
+	}
+	out, errOut, err = runCLI(t, vars, "index")
+	if err != nil || !strings.HasPrefix(out, "built chunks_hnsw_local_hash_v1_384_384_") {
+		t.Fatalf("index: %v\n%s\n%s", err, out, errOut)
+	}
+	conn, err := pgx.Connect(t.Context(), vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var name string
+	var covered, chunks int
+	if err := conn.QueryRow(t.Context(), `SELECT index_name, chunk_count, (SELECT count(*) FROM chunks) FROM vector_indexes`).Scan(&name, &covered, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if chunks <= 2000 || covered != chunks || !strings.Contains(out, name) {
+		t.Errorf("vector_indexes names %s covering %d of %d chunks; index printed %q", name, covered, chunks, out)
+	}
+	out, _, err = runCLI(t, vars, "index")
+	if err != nil || !strings.Contains(out, "already covers every chunk") {
+		t.Errorf("second index: %v %q", err, out)
+	}
+}

@@ -44,6 +44,7 @@ func commands() []command {
 		{"ingest", "add files, folders or URLs to a conversation: ingest --conversation ID PATH|URL...", runIngest},
 		{"delete", "delete a whole conversation's files: delete --conversation ID", runDelete},
 		{"reembed", "move every stored chunk to the configured embedding model", runReembed},
+		{"index", "build the vector index over the chunks stored since its last build", runIndex},
 		{"eval", "measure search quality on a BEIR dataset: eval --dataset DIR", runEval},
 		{"audit", "show or prune the tool call audit: audit tail [-n N], audit prune --older-than 30d", runAudit},
 		{"config", "print the effective configuration, secrets redacted", runConfig},
@@ -228,6 +229,16 @@ func helpFor(name string) commandHelp {
 			about:    "Compute every stored chunk's vector again with the configured embedder, after MCP_embed_* changed.",
 			examples: []string{"MCP_embed_provider=ollama MCP_embed_model=nomic-embed-text mcpsearch reembed"},
 			settings: join(databaseSettings, embedSettings, []string{"log-format", "log-level"}),
+		}
+	case "index":
+		return commandHelp{
+			usage: "mcpsearch index [flags]",
+			about: "Build the vector (HNSW) index of the configured embedder's model now, over every stored chunk, and\n" +
+				"replace the one searches use. A running server does this on its own once a large conversation has\n" +
+				"enough chunks outside the index and uploads pause; this command is for scripts after a bulk ingest.\n" +
+				"It does nothing when every chunk is already covered.",
+			examples: []string{"mcpsearch ingest --conversation handbook ./handbook && mcpsearch index"},
+			settings: join(databaseSettings, embedSettings, []string{"index-build-memory-mb", "log-format", "log-level"}),
 		}
 	case "eval":
 		return commandHelp{

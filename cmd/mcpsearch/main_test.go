@@ -103,6 +103,7 @@ func TestHelp(t *testing.T) {
 		{args: []string{"ingest", "--help"}, want: []string{"-conversation", "-database-url", "-embed-provider", "-embed-model", "-chunk-size", "-chunk-overlap", "-workers", "-max-file-mb"},
 			not: []string{"-transport", "-searxng-url", "-api-keys", "-rate-limit"}},
 		{args: []string{"reembed", "--help"}, want: []string{"-database-url", "-embed-provider", "-log-level"}, not: []string{"-transport", "-chunk-size"}},
+		{args: []string{"index", "--help"}, want: []string{"-database-url", "-embed-provider", "-index-build-memory-mb"}, not: []string{"-transport", "-chunk-size"}},
 		{args: []string{"eval", "--help"}, want: []string{"-dataset", "-modes", "-keep", "-database-url", "-embed-provider", "-chunk-size", "-vector-weight"},
 			not: []string{"-transport", "-searxng-url", "-api-keys"}},
 		{args: []string{"audit", "--help"}, want: []string{"audit tail", "audit prune"}, not: []string{"-database-url"}},

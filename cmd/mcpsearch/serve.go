@@ -94,7 +94,7 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		if st != nil {
-			in, err := newIngester(cfg, st, log)
+			in, err := newIngester(cfg, st, log, true)
 			if err != nil {
 				return err
 			}
