@@ -128,10 +128,15 @@ var (
 		"Time spent extracting, chunking, embedding and storing files.", nil, nil)
 	ingestQueuedDesc = prometheus.NewDesc("mcpsearch_ingest_queue_depth",
 		"Uploaded files waiting for a worker.", nil, nil)
+	indexBuildsDesc = prometheus.NewDesc("mcpsearch_vector_index_builds_total",
+		"Vector index builds this process ran in the background.", nil, nil)
+	indexSecondsDesc = prometheus.NewDesc("mcpsearch_vector_index_build_seconds_total",
+		"Time this process spent building the vector index.", nil, nil)
 )
 
 func (ingestCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc} {
+	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc,
+		indexBuildsDesc, indexSecondsDesc} {
 		ch <- d
 	}
 }
@@ -145,6 +150,8 @@ func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(ingestBytesDesc, prometheus.CounterValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(ingestSecondsDesc, prometheus.CounterValue, st.Duration.Seconds())
 	ch <- prometheus.MustNewConstMetric(ingestQueuedDesc, prometheus.GaugeValue, float64(st.Queued))
+	ch <- prometheus.MustNewConstMetric(indexBuildsDesc, prometheus.CounterValue, float64(st.IndexBuilds))
+	ch <- prometheus.MustNewConstMetric(indexSecondsDesc, prometheus.CounterValue, st.IndexBuildDuration.Seconds())
 }
 
 // instanceCollector exports each SearXNG instance's state, read once per

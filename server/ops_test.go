@@ -349,7 +349,7 @@ func TestAuditRows(t *testing.T) {
 func TestIngestMetricsMove(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
 	before := scrapeMetrics(t, h.http.URL)
-	for _, want := range []string{`mcpsearch_ingest_files_total{status="ready"} 0`, `mcpsearch_ingest_queue_depth 0`} {
+	for _, want := range []string{`mcpsearch_ingest_files_total{status="ready"} 0`, `mcpsearch_ingest_queue_depth 0`, `mcpsearch_vector_index_builds_total 0`} {
 		if !strings.Contains(before, want) {
 			t.Errorf("metrics before any upload lack %s", want)
 		}
