@@ -214,3 +214,53 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// TestDeferredVectorIndexMigration applies the migrations before 007 to a
+// database holding a chunk and an index of the kind earlier versions
+// maintained on every insert, then 007: the index is dropped, the chunk is
+// write 0, and nothing else is lost.
+func TestDeferredVectorIndexMigration(t *testing.T) {
+	url := pgtest.NewEmptyDatabase(t)
+	ctx := context.Background()
+	conn := connect(t, url)
+	ms, err := migrations.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(m migrations.Migration) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+	}
+	i := slices.IndexFunc(ms, func(m migrations.Migration) bool { return m.Version == 7 })
+	for _, m := range ms[:i] {
+		run(m)
+	}
+	var fileID string
+	if err := conn.QueryRow(ctx, `INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, status)
+		VALUES ('c1', 'a.txt', 'text/plain', 1, 'x', 'ready') RETURNING id::text`).Scan(&fileID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO chunks (file_id, conversation_id, ordinal, content, char_start, char_end, embedding_model, embedding)
+		VALUES ($1, 'c1', 0, 'cats', 0, 4, 'm3', $2)`, fileID, vec(1, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE INDEX chunks_hnsw_m3_3_abcdef01 ON chunks USING hnsw ((embedding::vector(3)) vector_cosine_ops)
+		WHERE embedding_model = 'm3'`); err != nil {
+		t.Fatal(err)
+	}
+	run(ms[i])
+
+	var legacy, chunks, maxWrite, indexes int
+	if err := conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'chunks\_hnsw\_%'),
+		(SELECT count(*) FROM chunks), (SELECT max(write_seq) FROM chunks),
+		(SELECT count(*) FROM vector_indexes)`).Scan(&legacy, &chunks, &maxWrite, &indexes); err != nil {
+		t.Fatal(err)
+	}
+	if legacy != 0 || chunks != 1 || maxWrite != 0 || indexes != 0 {
+		t.Errorf("after 007: %d old vector indexes, %d chunks, last write %d, %d registered indexes; want 0, 1, 0, 0",
+			legacy, chunks, maxWrite, indexes)
+	}
+}
