@@ -253,6 +253,9 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if err := dropIndexes(ctx, conn, indexPrefix(model, dims), st.Index); err != nil {
 		return false, err
 	}
+	if err := dropUnused(ctx, conn, model); err != nil {
+		return false, err
+	}
 
 	start := time.Now()
 	var watermark int64
@@ -264,7 +267,9 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if dims > maxVectorIndexDims {
 		ops = "halfvec_cosine_ops"
 	}
-	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'", max(policy.BuildMemory>>10, 1024))); err != nil {
+	// A build takes minutes on a large table: a statement_timeout the
+	// operator set for queries (in DATABASE_URL, say) must not cut it.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'; SET statement_timeout = 0", max(policy.BuildMemory>>10, 1024))); err != nil {
 		return false, dbError("docs: build vector index", err)
 	}
 	s.log.Info("docs: building the vector index", "model", model, "index", name, "chunks", st.Indexed+st.Fresh)
@@ -317,6 +322,35 @@ func dropIndexes(ctx context.Context, conn *pgx.Conn, prefix, keep string) error
 	for _, name := range names {
 		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
 			return dbError("docs: drop vector index "+name, err)
+		}
+	}
+	return nil
+}
+
+// dropUnused drops the indexes of models other than model that no file
+// uses any more, as after mcpsearch reembed moved every chunk to model.
+func dropUnused(ctx context.Context, conn *pgx.Conn, model string) error {
+	rows, err := conn.Query(ctx, `
+		SELECT embedding_model, index_name FROM vector_indexes v
+		WHERE embedding_model <> $1 AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model)`, model)
+	if err != nil {
+		return dbError("docs: drop vector index", err)
+	}
+	type unused struct{ model, index string }
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (unused, error) {
+		var u unused
+		err := r.Scan(&u.model, &u.index)
+		return u, err
+	})
+	if err != nil {
+		return dbError("docs: drop vector index", err)
+	}
+	for _, u := range list {
+		if _, err := conn.Exec(ctx, `DELETE FROM vector_indexes WHERE embedding_model = $1`, u.model); err != nil {
+			return dbError("docs: drop vector index", err)
+		}
+		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{u.index}.Sanitize()); err != nil {
+			return dbError("docs: drop vector index "+u.index, err)
 		}
 	}
 	return nil

@@ -255,9 +255,26 @@ func TestModelsNeverMixAndReembed(t *testing.T) {
 		}
 	}
 
+	if built, err := a.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		t.Fatalf("BuildIndex for %s = %v, %v", e384.Model(), built, err)
+	}
 	var calls [][2]int
 	if err := a.Reembed(ctx, e256, func(done, total int) { calls = append(calls, [2]int{done, total}) }); err != nil {
 		t.Fatal(err)
+	}
+	// The first build for the new model drops the old model's index,
+	// which no file uses any more.
+	if built, err := a.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		t.Fatalf("BuildIndex for %s = %v, %v", e256.Model(), built, err)
+	}
+	var registered, indexes []string
+	if err := a.Pool().QueryRow(ctx, `SELECT
+		(SELECT array_agg(embedding_model) FROM vector_indexes),
+		(SELECT array_agg(indexname) FROM pg_indexes WHERE indexname LIKE 'chunks\_hnsw\_%')`).Scan(&registered, &indexes); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(registered, []string{e256.Model()}) || len(indexes) != 1 || !strings.HasPrefix(indexes[0], indexPrefix(e256.Model(), 256)) {
+		t.Errorf("after Reembed and a build: indexes registered for %v, vector indexes %v; want only %s's", registered, indexes, e256.Model())
 	}
 	if want := [][2]int{{0, 0}, {0, fa.ChunkCount}, {fa.ChunkCount, fa.ChunkCount}}; !slices.Equal(calls, want) {
 		t.Errorf("progress calls %v, want %v", calls, want)
