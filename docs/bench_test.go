@@ -40,7 +40,7 @@ func BenchmarkStore(b *testing.B) {
 		s, load := loadCorpus(b, size)
 		catchUp, bulk := indexTimes(b, s)
 		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s, files ready and searchable (%.0f chunks/s for embedding alone, %d workers); "+
-			"%d vector index builds in the background meanwhile; the index then covered the rest in %.1f s; "+
+			"vector index builds in the background meanwhile: %d; the index then covered the rest in %.1f s; "+
 			"%.0f chunks/s through the index as well; the whole index built in bulk: %.0f chunks/s\n",
 			load.chunks, load.elapsed.Seconds(), float64(load.chunks)/load.elapsed.Seconds(), load.embedRate, benchWorkers,
 			s.IngestStats().IndexBuilds, catchUp.Seconds(), float64(load.chunks)/(load.elapsed+catchUp).Seconds(),
