@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -16,37 +19,67 @@ import (
 )
 
 // Keyword ranking runs in the process, over an inverted index per
-// conversation built from the chunks' tsv in PostgreSQL.
+// conversation.
 //
 // PostgreSQL stays the source of truth. Every change to a conversation's
 // chunks (a file stored, deleted or re-embedded) replaces the conversation's
 // generation in conversation_stats in the same transaction, with a number
 // from a sequence, never reused. Each search reads that number; when it
 // differs from the cached index's, the index is brought up to date before it
-// is used: the chunks of files that became ready are appended, and a file
+// is used: the postings of files that became ready are merged in, and a file
 // deleted or moved to another model makes the index be rebuilt. So a file is
 // searchable on every replica as soon as its transaction commits, and a
 // replica that starts, or evicts an index, rebuilds it from the database.
 //
-// Indexes live in an LRU cache bounded by an estimate of their memory
+// Each ready file carries its keyword postings (files.keyword_postings): a
+// compact copy of its chunks' tsvectors in the format below, derived from
+// them in the transaction that stores the chunks. Building an index reads
+// one value per file and merges them, where reading the chunks' tsvectors,
+// each TOASTed out of line, costs about four buffer reads per chunk. A file
+// stored before the postings existed (NULL) is read from its chunks'
+// tsvectors instead, and whichever process does so writes its postings back
+// afterwards, so that the next build is fast; FillKeywordPostings does it for
+// every file at once.
+//
+// In memory, an index holds the merged postings in the same encoding, with
+// chunk numbers of the conversation, and the offset of each term in them:
+// about 5 bytes per (chunk, lexeme) pair and 13 per distinct lexeme, some
+// 0.55 MB for 1,000 chunks of 1,000 characters.
+//
+// Indexes live in an LRU cache bounded by their memory
 // (Options.KeywordCacheBytes); an index larger than the whole budget is
 // built for the search and not kept.
+//
+// The keyword postings format, version 1 (numbers are unsigned varints as
+// encoding/binary writes them):
+//
+//	byte        postingsFormat
+//	varint      n, the number of chunks
+//	n × 16      the chunks' ids, in ordinal order; a chunk's number is its
+//	            position here
+//	n × varint  the chunks' lengths, in lexeme occurrences
+//	varint      the number of terms
+//	per term, in ascending byte order of the lexemes:
+//	  varint    lexeme length, then the lexeme's bytes
+//	  varint    df, the number of chunks holding it
+//	  df postings, in ascending chunk order, each:
+//	    varint  gap<<1 | 1 when the lexeme occurs once in the chunk, else
+//	            gap<<1 followed by varint occurrences; gap is the chunk
+//	            number for the first posting and the difference from the
+//	            previous one after it
+
+// postingsFormat is the first byte of keyword postings in the format above.
+// A reader treats any other value as absent postings.
+const postingsFormat = 1
 
 // DefaultKeywordCacheBytes is the default memory budget of the keyword
-// indexes: about 600,000 chunks of 1,000 characters.
+// indexes: about 450,000 chunks of 1,000 characters.
 const DefaultKeywordCacheBytes = 256 << 20
 
 // term is a query lexeme and how often the query holds it.
 type term struct {
 	lexeme string
 	count  int
-}
-
-// postings lists the chunks holding one lexeme, in index order, with the
-// lexeme's frequency in each.
-type postings struct {
-	docs []int32
-	tf   []uint16
 }
 
 // convIndex is one conversation's inverted index. The fields below mu are
@@ -58,31 +91,31 @@ type convIndex struct {
 	generation int64
 	// files maps each indexed file to the model of its chunks.
 	files map[uuid.UUID]string
-	// Per chunk, by index: id, length in lexeme occurrences, model number.
+	// Per chunk, by number: id, length in lexeme occurrences, model number.
 	ids    []uuid.UUID
 	doclen []int32
 	model  []uint16
 	models []string
 	// totalLen is the sum of doclen.
 	totalLen int64
-	// terms numbers the lexemes; posts holds their postings by number,
-	// by value, so that a term costs no allocation of its own.
-	terms map[string]int32
-	posts []postings
-	bytes int64
+	// terms holds every lexeme's postings, encoded as the term section of
+	// the postings format with the conversation's chunk numbers; termOff
+	// is the offset of each term in it.
+	terms   []byte
+	termOff []uint32
+	bytes   int64
 }
 
 func newConvIndex(conversationID string) *convIndex {
-	return &convIndex{conversationID: conversationID, generation: -1, files: map[uuid.UUID]string{}, terms: map[string]int32{}}
+	return &convIndex{conversationID: conversationID, generation: -1, files: map[uuid.UUID]string{}}
 }
 
-// Memory estimates, in bytes, of the index's parts; see memoryBytes.
+// Memory estimates, in bytes, of what memoryBytes does not count exactly.
 const (
-	bytesPerChunk = 16 + 4 + 2
-	// A map entry (string header, number, overhead) and the two slice
-	// headers in posts.
-	bytesPerTerm = 32 + 48
-	bytesPerFile = 48 + 16
+	// A map entry: the id, a string header and the map's own overhead.
+	bytesPerFile = 16 + 16 + 32
+	// The convIndex itself and its cache entry.
+	bytesPerIndex = 256
 )
 
 // keywordCache holds the conversations' indexes, least recently used first
@@ -194,108 +227,724 @@ func (s *Store) keywordIndex(ctx context.Context, conversationID string, gen int
 }
 
 // refreshIndex brings ix up to the database's current state of its
-// conversation, appending the chunks of new ready files. It reports rebuild
-// when an indexed file was deleted or re-embedded, which appending cannot
-// express; ix is then left unchanged.
+// conversation, merging in the postings of new ready files. It reports
+// rebuild when an indexed file was deleted or re-embedded, which merging
+// cannot express; ix is then left unchanged.
 func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	// One snapshot for the generation, the file list and the chunks.
+	ch, err := s.readChanges(ctx, ix)
+	if err != nil || ch.rebuild || ch.current {
+		return ch.rebuild, err
+	}
+	if err := ix.appendFiles(ch.added); err != nil {
+		return false, fmt.Errorf("docs: keyword index of %q: %w", ix.conversationID, err)
+	}
+	ix.generation = ch.generation
+	s.keywords.put(ix, ix.memoryBytes())
+	if len(ch.built) > 0 {
+		// Outside the read-only snapshot, and not needed for this search:
+		// a failure only leaves the next build as slow as this one.
+		if _, err := s.savePostings(ctx, ch.built); err != nil {
+			s.log.Warn("docs: keyword postings not written back", "conversation_id", ix.conversationID, "files", len(ch.built), "error", err)
+		}
+	}
+	return false, nil
+}
+
+// indexChanges is what refreshIndex reads of a conversation.
+type indexChanges struct {
+	// current is set when the index is at the database's generation.
+	current bool
+	// rebuild is set when an indexed file left the conversation or moved
+	// to another model.
+	rebuild    bool
+	generation int64
+	// added are the ready files the index lacks, in id order.
+	added []addedFile
+	// built holds the postings made from the chunks' tsvectors for added
+	// files that had none stored.
+	built map[uuid.UUID][]byte
+}
+
+// addedFile is a ready file to merge into an index.
+type addedFile struct {
+	id    uuid.UUID
+	model string
+	run   postingsRun
+}
+
+// readChanges reads, in one snapshot, the conversation's generation and,
+// when it differs from ix's, the files ix lacks with their postings. The
+// caller holds ix's write lock.
+func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, error) {
+	var ch indexChanges
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return false, dbError("docs: keyword index", err)
+		return ch, dbError("docs: keyword index", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var gen *int64
 	if err := tx.QueryRow(ctx, `SELECT (SELECT generation FROM conversation_stats WHERE conversation_id = $1)`,
 		ix.conversationID).Scan(&gen); err != nil {
-		return false, dbError("docs: keyword index", err)
+		return ch, dbError("docs: keyword index", err)
 	}
 	if gen != nil && *gen == ix.generation {
-		return false, nil
+		ch.current = true
+		return ch, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, embedding_model FROM files WHERE conversation_id = $1 AND status = 'ready'`, ix.conversationID)
+	if gen != nil {
+		ch.generation = *gen
+	}
+	// The postings of files already indexed are not sent again.
+	known := make([]uuid.UUID, 0, len(ix.files))
+	for id := range ix.files {
+		known = append(known, id)
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id, embedding_model, CASE WHEN id = ANY($2) THEN NULL ELSE keyword_postings END
+		FROM files WHERE conversation_id = $1 AND status = 'ready'
+		ORDER BY id`, ix.conversationID, known)
 	if err != nil {
-		return false, dbError("docs: keyword index", err)
+		return ch, dbError("docs: keyword index", err)
 	}
 	type readyFile struct {
-		id    uuid.UUID
-		model string
+		id       uuid.UUID
+		model    string
+		postings []byte
 	}
 	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (readyFile, error) {
 		var f readyFile
-		err := r.Scan(&f.id, &f.model)
+		err := r.Scan(&f.id, &f.model, &f.postings)
 		return f, err
 	})
 	if err != nil {
-		return false, dbError("docs: keyword index", err)
+		return ch, dbError("docs: keyword index", err)
 	}
 	seen := make(map[uuid.UUID]bool, len(files))
-	var added []uuid.UUID
+	var legacy []uuid.UUID
 	for _, f := range files {
 		seen[f.id] = true
 		model, ok := ix.files[f.id]
 		switch {
-		case !ok:
-			added = append(added, f.id)
-		case model != f.model:
-			return true, nil
+		case ok && model != f.model:
+			ch.rebuild = true
+			return ch, nil
+		case ok:
+			continue
 		}
+		a := addedFile{id: f.id, model: f.model}
+		if f.postings != nil {
+			if a.run, err = parsePostings(f.postings); err == nil {
+				ch.added = append(ch.added, a)
+				continue
+			}
+			// Postings of another format, as a newer build may write:
+			// the chunks say the same.
+			s.log.Warn("docs: keyword postings unreadable; reading the file's chunks instead", "file_id", f.id, "error", err)
+		}
+		ch.added = append(ch.added, a)
+		legacy = append(legacy, f.id)
 	}
 	for id := range ix.files {
 		if !seen[id] {
-			return true, nil
+			ch.rebuild = true
+			return ch, nil
 		}
 	}
-	if len(added) > 0 {
-		if err := ix.load(ctx, tx, added); err != nil {
-			return false, err
-		}
-		for _, f := range files {
-			if _, ok := ix.files[f.id]; !ok {
-				ix.files[f.id] = f.model
+	if len(legacy) == 0 {
+		return ch, nil
+	}
+	if ch.built, err = buildPostings(ctx, tx, legacy); err != nil {
+		return ch, err
+	}
+	for i := range ch.added {
+		a := &ch.added[i]
+		if p, ok := ch.built[a.id]; ok {
+			if a.run, err = parsePostings(p); err != nil {
+				return ch, fmt.Errorf("docs: keyword index: file %s: %w", a.id, err)
 			}
 		}
 	}
-	if gen != nil {
-		ix.generation = *gen
-	} else {
-		ix.generation = 0
-	}
-	s.keywords.put(ix, ix.memoryBytes())
-	return false, nil
+	return ch, nil
 }
 
-// load appends the chunks of files to the index. The caller holds the write
-// lock.
-func (ix *convIndex) load(ctx context.Context, tx pgx.Tx, files []uuid.UUID) error {
+// appendFiles merges files into the index, numbering their chunks after
+// those it holds. On error the index is unchanged. The caller holds the
+// write lock.
+func (ix *convIndex) appendFiles(files []addedFile) error {
+	runs := make([]*postingsRun, 0, len(files)+1)
+	runs = append(runs, &postingsRun{n: int32(len(ix.ids)), nterms: len(ix.termOff), terms: ix.terms})
+	total := len(ix.ids)
+	for i := range files {
+		r := &files[i].run
+		if total+int(r.n) > math.MaxInt32 {
+			return errors.New("too many chunks for one index")
+		}
+		r.base = int32(total)
+		r.file = files[i].id
+		total += int(r.n)
+		runs = append(runs, r)
+	}
+	terms, off, err := mergePostings(runs)
+	if err != nil {
+		return err
+	}
+	if len(ix.ids) == 0 {
+		// A first build: exact sizes, as no append is likely soon.
+		ix.ids = make([]uuid.UUID, 0, total)
+		ix.doclen = make([]int32, 0, total)
+		ix.model = make([]uint16, 0, total)
+	}
+	for _, f := range files {
+		m := slices.Index(ix.models, f.model)
+		if m < 0 {
+			ix.models = append(ix.models, f.model)
+			m = len(ix.models) - 1
+		}
+		ix.ids = append(ix.ids, f.run.ids...)
+		ix.doclen = append(ix.doclen, f.run.doclen...)
+		for _, l := range f.run.doclen {
+			ix.model = append(ix.model, uint16(m))
+			ix.totalLen += int64(l)
+		}
+		ix.files[f.id] = f.model
+	}
+	ix.terms, ix.termOff = terms, off
+	return nil
+}
+
+// memoryBytes returns the index's memory. The caller holds a lock.
+func (ix *convIndex) memoryBytes() int64 {
+	n := int64(bytesPerIndex)
+	n += int64(cap(ix.ids))*16 + int64(cap(ix.doclen))*4 + int64(cap(ix.model))*2
+	n += int64(cap(ix.terms)) + int64(cap(ix.termOff))*4
+	n += int64(len(ix.files)) * bytesPerFile
+	for _, m := range ix.models {
+		n += 16 + int64(len(m))
+	}
+	return n
+}
+
+// postingsOf returns lexeme's document frequency and encoded postings, or
+// ok false when no chunk holds it. The caller holds a lock.
+func (ix *convIndex) postingsOf(lexeme []byte) (df int, postings []byte, ok bool) {
+	i, found := sort.Find(len(ix.termOff), func(i int) int {
+		p := ix.terms[ix.termOff[i]:]
+		l, n := binary.Uvarint(p)
+		return bytes.Compare(lexeme, p[n:n+int(l)])
+	})
+	if !found {
+		return 0, nil, false
+	}
+	p := ix.terms[ix.termOff[i]:]
+	l, n := binary.Uvarint(p)
+	p = p[n+int(l):]
+	d, n := binary.Uvarint(p)
+	return int(d), p[n:], true
+}
+
+// postingsBuilder makes a file's keyword postings from its chunks' tsvectors.
+type postingsBuilder struct {
+	ids    []uuid.UUID
+	doclen []uint64
+	// terms numbers the lexemes in order of appearance; lexemes holds them
+	// by number.
+	terms   map[string]int32
+	lexemes []string
+	posts   []rawPosting
+}
+
+// rawPosting is one lexeme (by number) in one chunk (by number).
+type rawPosting struct {
+	term int32
+	doc  int32
+	tf   uint32
+}
+
+func newPostingsBuilder() *postingsBuilder {
+	return &postingsBuilder{terms: map[string]int32{}}
+}
+
+// add appends the file's next chunk, given its tsvector in binary form.
+func (b *postingsBuilder) add(id uuid.UUID, tsv []byte) error {
+	doc := int32(len(b.ids))
+	var length uint64
+	err := parseTSVector(tsv, func(lex []byte, tf int) {
+		length += uint64(tf)
+		// The lookup with string(lex) does not allocate; a new lexeme is
+		// copied so that it does not pin the row's buffer.
+		t, ok := b.terms[string(lex)]
+		if !ok {
+			t = int32(len(b.lexemes))
+			s := string(lex)
+			b.terms[s] = t
+			b.lexemes = append(b.lexemes, s)
+		}
+		b.posts = append(b.posts, rawPosting{term: t, doc: doc, tf: uint32(tf)})
+	})
+	if err != nil {
+		return err
+	}
+	b.ids = append(b.ids, id)
+	b.doclen = append(b.doclen, length)
+	return nil
+}
+
+// bytes returns the postings of the chunks added so far.
+func (b *postingsBuilder) bytes() []byte {
+	order := make([]int32, len(b.lexemes))
+	size := 1 + 2*binary.MaxVarintLen64 + 21*len(b.ids) + 3*len(b.posts)
+	for i, l := range b.lexemes {
+		order[i] = int32(i)
+		size += len(l) + 4
+	}
+	slices.SortFunc(order, func(x, y int32) int { return strings.Compare(b.lexemes[x], b.lexemes[y]) })
+	rank := make([]int32, len(order))
+	for r, t := range order {
+		rank[t] = int32(r)
+	}
+	// A counting sort by lexeme keeps each lexeme's postings in chunk
+	// order, the order they were added in.
+	start := make([]int32, len(order)+1)
+	for _, p := range b.posts {
+		start[rank[p.term]+1]++
+	}
+	for r := range order {
+		start[r+1] += start[r]
+	}
+	next := slices.Clone(start[:len(order)])
+	sorted := make([]rawPosting, len(b.posts))
+	for _, p := range b.posts {
+		r := rank[p.term]
+		sorted[next[r]] = p
+		next[r]++
+	}
+
+	out := make([]byte, 0, size)
+	out = append(out, postingsFormat)
+	out = binary.AppendUvarint(out, uint64(len(b.ids)))
+	for _, id := range b.ids {
+		out = append(out, id[:]...)
+	}
+	for _, l := range b.doclen {
+		out = binary.AppendUvarint(out, l)
+	}
+	out = binary.AppendUvarint(out, uint64(len(order)))
+	for r, t := range order {
+		lex := b.lexemes[t]
+		out = binary.AppendUvarint(out, uint64(len(lex)))
+		out = append(out, lex...)
+		ps := sorted[start[r]:start[r+1]]
+		out = binary.AppendUvarint(out, uint64(len(ps)))
+		prev := int32(0)
+		for _, p := range ps {
+			out = appendPosting(out, uint64(p.doc-prev), uint64(p.tf))
+			prev = p.doc
+		}
+	}
+	return out
+}
+
+// appendPosting appends one posting of the format: its gap and its number
+// of occurrences.
+func appendPosting(out []byte, gap, tf uint64) []byte {
+	if tf == 1 {
+		return binary.AppendUvarint(out, gap<<1|1)
+	}
+	out = binary.AppendUvarint(out, gap<<1)
+	return binary.AppendUvarint(out, tf)
+}
+
+// postingsRun is one file's postings, or an index's, while they are merged.
+type postingsRun struct {
+	// file names the run in errors; zero for an index.
+	file uuid.UUID
+	// ids and doclen are the chunks' (nil for an index).
+	ids    []uuid.UUID
+	doclen []int32
+	// n is the number of chunks, base the number of the first one in the
+	// merged index.
+	n, base int32
+	// terms is the term section, holding nterms terms.
+	nterms int
+	terms  []byte
+}
+
+// errPostings reports keyword postings that do not follow the format.
+var errPostings = errors.New("malformed keyword postings")
+
+// uvarint reads a varint from p and returns it with the rest of p.
+func uvarint(p []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: truncated number", errPostings)
+	}
+	return v, p[n:], nil
+}
+
+// parsePostings reads the chunks of keyword postings; their terms are
+// checked as they are merged.
+func parsePostings(b []byte) (postingsRun, error) {
+	var r postingsRun
+	if len(b) == 0 || b[0] != postingsFormat {
+		return r, fmt.Errorf("%w: not of format %d", errPostings, postingsFormat)
+	}
+	n, p, err := uvarint(b[1:])
+	if err != nil {
+		return r, err
+	}
+	if n > uint64(len(p))/17 {
+		return r, fmt.Errorf("%w: %d chunks in %d bytes", errPostings, n, len(b))
+	}
+	r.n = int32(n)
+	r.ids = make([]uuid.UUID, n)
+	for i := range r.ids {
+		copy(r.ids[i][:], p[16*i:])
+	}
+	p = p[16*n:]
+	r.doclen = make([]int32, n)
+	for i := range r.doclen {
+		var l uint64
+		if l, p, err = uvarint(p); err != nil {
+			return r, err
+		}
+		if l > math.MaxInt32 {
+			return r, fmt.Errorf("%w: chunk length %d", errPostings, l)
+		}
+		r.doclen[i] = int32(l)
+	}
+	terms, p, err := uvarint(p)
+	if err != nil {
+		return r, err
+	}
+	// A term takes 4 bytes at least.
+	if terms > uint64(len(p))/4 {
+		return r, fmt.Errorf("%w: %d terms in %d bytes", errPostings, terms, len(p))
+	}
+	r.nterms, r.terms = int(terms), p
+	return r, nil
+}
+
+// termCursor walks the terms of one run in a merge.
+type termCursor struct {
+	run   *postingsRun
+	order int
+	// rest is the run's term section from the current term's postings on.
+	rest []byte
+	left int
+	lex  []byte
+	df   uint64
+}
+
+// next moves to the run's next term and reports whether there was one.
+func (c *termCursor) next() (bool, error) {
+	if c.left == 0 {
+		if len(c.rest) != 0 {
+			return false, fmt.Errorf("%w: %d bytes after the last term", errPostings, len(c.rest))
+		}
+		return false, nil
+	}
+	c.left--
+	l, p, err := uvarint(c.rest)
+	if err != nil {
+		return false, err
+	}
+	if l == 0 || l > uint64(len(p)) {
+		return false, fmt.Errorf("%w: lexeme of %d bytes in %d", errPostings, l, len(p))
+	}
+	lex := p[:l]
+	if c.lex != nil && bytes.Compare(c.lex, lex) >= 0 {
+		return false, fmt.Errorf("%w: lexeme %q after %q", errPostings, lex, c.lex)
+	}
+	c.lex = lex
+	if c.df, c.rest, err = uvarint(p[l:]); err != nil {
+		return false, err
+	}
+	if c.df == 0 || c.df > uint64(c.run.n) {
+		return false, fmt.Errorf("%w: lexeme %q in %d of %d chunks", errPostings, lex, c.df, c.run.n)
+	}
+	return true, nil
+}
+
+// copyPostings appends the current term's postings to out, numbered from
+// the run's base, after prev, the last chunk number out holds for the term
+// (-1 for none), and returns out and the last number appended.
+func (c *termCursor) copyPostings(out []byte, prev int64) ([]byte, int64, error) {
+	p := c.rest
+	doc := int64(-1)
+	for range c.df {
+		v, q, err := uvarint(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		tf := uint64(1)
+		if v&1 == 0 {
+			if tf, q, err = uvarint(q); err != nil {
+				return nil, 0, err
+			}
+			if tf < 2 || tf > math.MaxUint16 {
+				return nil, 0, fmt.Errorf("%w: %d occurrences", errPostings, tf)
+			}
+		}
+		p = q
+		gap := v >> 1
+		switch {
+		case gap >= uint64(c.run.n):
+			return nil, 0, fmt.Errorf("%w: chunk gap %d among %d chunks", errPostings, gap, c.run.n)
+		case doc < 0:
+			doc = int64(gap)
+		case gap == 0:
+			return nil, 0, fmt.Errorf("%w: a chunk twice in the postings of %q", errPostings, c.lex)
+		default:
+			doc += int64(gap)
+		}
+		if doc >= int64(c.run.n) {
+			return nil, 0, fmt.Errorf("%w: chunk %d among %d", errPostings, doc, c.run.n)
+		}
+		global := int64(c.run.base) + doc
+		g := global
+		if prev >= 0 {
+			g = global - prev
+		}
+		out = appendPosting(out, uint64(g), tf)
+		prev = global
+	}
+	c.rest = p
+	return out, prev, nil
+}
+
+// cursorHeap orders cursors by lexeme, then by run.
+type cursorHeap []*termCursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	if c := bytes.Compare(h[i].lex, h[j].lex); c != 0 {
+		return c < 0
+	}
+	return h[i].order < h[j].order
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*termCursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// mergePostings merges the term sections of runs, whose chunks are numbered
+// from their base, each base above the chunks of the runs before it, into
+// one term section, and returns it with the offset of each term. It checks
+// every run against the format.
+func mergePostings(runs []*postingsRun) ([]byte, []uint32, error) {
+	h := make(cursorHeap, 0, len(runs))
+	size, terms := 0, 0
+	for i, r := range runs {
+		size += len(r.terms)
+		terms = max(terms, r.nterms)
+		c := &termCursor{run: r, order: i, rest: r.terms, left: r.nterms}
+		ok, err := c.next()
+		if err != nil {
+			return nil, nil, runError(r, err)
+		}
+		if ok {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	// Merged, a lexeme is written once instead of once per run, and a
+	// gap that crosses runs may take a byte more.
+	out := make([]byte, 0, size+size/32)
+	off := make([]uint32, 0, terms+terms/2)
+	group := make([]*termCursor, 0, len(runs))
+	for h.Len() > 0 {
+		group = append(group[:0], heap.Pop(&h).(*termCursor))
+		lex := group[0].lex
+		for h.Len() > 0 && bytes.Equal(h[0].lex, lex) {
+			group = append(group, heap.Pop(&h).(*termCursor))
+		}
+		if len(out) > math.MaxUint32 {
+			return nil, nil, errors.New("keyword index over 4 GiB")
+		}
+		off = append(off, uint32(len(out)))
+		out = binary.AppendUvarint(out, uint64(len(lex)))
+		out = append(out, lex...)
+		var df uint64
+		for _, c := range group {
+			df += c.df
+		}
+		out = binary.AppendUvarint(out, df)
+		prev := int64(-1)
+		for _, c := range group {
+			var err error
+			if out, prev, err = c.copyPostings(out, prev); err != nil {
+				return nil, nil, runError(c.run, err)
+			}
+			ok, err := c.next()
+			if err != nil {
+				return nil, nil, runError(c.run, err)
+			}
+			if ok {
+				heap.Push(&h, c)
+			}
+		}
+	}
+	// The index keeps what it holds, not the room a guess left.
+	if cap(out)-len(out) > len(out)/16 {
+		out = slices.Clone(out)
+	}
+	if cap(off)-len(off) > len(off)/16 {
+		off = slices.Clone(off)
+	}
+	return out, off, nil
+}
+
+// runError names the file of a malformed run.
+func runError(r *postingsRun, err error) error {
+	if r.file == uuid.Nil {
+		return err
+	}
+	return fmt.Errorf("file %s: %w", r.file, err)
+}
+
+// rowsQuerier is what buildPostings reads with: a transaction or a pool.
+type rowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// buildPostings makes the keyword postings of files from their chunks'
+// tsvectors.
+func buildPostings(ctx context.Context, q rowsQuerier, files []uuid.UUID) (map[uuid.UUID][]byte, error) {
+	builders := make(map[uuid.UUID]*postingsBuilder, len(files))
+	for _, id := range files {
+		builders[id] = newPostingsBuilder()
+	}
 	// The tsvectors come in PostgreSQL's binary form, parsed here: the
 	// cheapest form to send and to read.
-	rows, err := tx.Query(ctx, `
-		SELECT id, embedding_model, tsv FROM chunks
+	rows, err := q.Query(ctx, `
+		SELECT file_id, id, tsv FROM chunks
 		WHERE file_id = ANY($1)
 		ORDER BY file_id, ordinal`,
-		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.TextFormatCode, pgx.BinaryFormatCode}, files)
+		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode, pgx.BinaryFormatCode}, files)
 	if err != nil {
-		return dbError("docs: keyword index", err)
+		return nil, dbError("docs: keyword postings", err)
 	}
 	defer rows.Close()
-	var (
-		id    uuid.UUID
-		model string
-	)
+	var file, id uuid.UUID
 	for rows.Next() {
-		if err := rows.Scan(&id, &model, nil); err != nil {
-			return dbError("docs: keyword index", err)
+		if err := rows.Scan(&file, &id, nil); err != nil {
+			return nil, dbError("docs: keyword postings", err)
 		}
-		if err := ix.add(id, model, rows.RawValues()[2]); err != nil {
-			return fmt.Errorf("docs: keyword index: chunk %s: %w", id, err)
+		if err := builders[file].add(id, rows.RawValues()[2]); err != nil {
+			return nil, fmt.Errorf("docs: keyword postings: chunk %s: %w", id, err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return dbError("docs: keyword index", err)
+		return nil, dbError("docs: keyword postings", err)
+	}
+	out := make(map[uuid.UUID][]byte, len(files))
+	for id, b := range builders {
+		out[id] = b.bytes()
+	}
+	return out, nil
+}
+
+// storeFilePostings writes the keyword postings of the file whose chunks tx
+// has just written; ingestion calls it in the transaction that stores them.
+func storeFilePostings(ctx context.Context, tx pgx.Tx, fileID string) error {
+	id, err := uuid.Parse(fileID)
+	if err != nil {
+		return fmt.Errorf("docs: keyword postings of %q: %w", fileID, err)
+	}
+	return storePostings(ctx, tx, []uuid.UUID{id})
+}
+
+// storePostings writes the keyword postings of files whose chunks tx holds.
+func storePostings(ctx context.Context, tx pgx.Tx, files []uuid.UUID) error {
+	built, err := buildPostings(ctx, tx, files)
+	if err != nil {
+		return err
+	}
+	ids, values := postingsColumns(built)
+	if _, err := tx.Exec(ctx, `
+		UPDATE files f SET keyword_postings = v.p
+		FROM unnest($1::uuid[], $2::bytea[]) AS v(id, p) WHERE f.id = v.id`, ids, values); err != nil {
+		return dbError("docs: keyword postings", err)
 	}
 	return nil
+}
+
+func postingsColumns(built map[uuid.UUID][]byte) ([]uuid.UUID, [][]byte) {
+	ids := make([]uuid.UUID, 0, len(built))
+	values := make([][]byte, 0, len(built))
+	for id, p := range built {
+		ids = append(ids, id)
+		values = append(values, p)
+	}
+	return ids, values
+}
+
+// savePostings writes back postings built for ready files stored without
+// them, and returns how many it wrote. Any process may: the value derives
+// from the chunks, which do not change while the file is ready. A file
+// locked by another transaction (being deleted, or written back by another
+// process) is skipped rather than waited for, so this never blocks nor
+// deadlocks a writer.
+func (s *Store) savePostings(ctx context.Context, built map[uuid.UUID][]byte) (int, error) {
+	ids, values := postingsColumns(built)
+	tag, err := s.pool.Exec(ctx, `
+		WITH todo AS (
+			SELECT id FROM files
+			WHERE id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
+			ORDER BY id
+			FOR UPDATE SKIP LOCKED)
+		UPDATE files f SET keyword_postings = v.p
+		FROM todo JOIN unnest($1::uuid[], $2::bytea[]) AS v(id, p) ON v.id = todo.id
+		WHERE f.id = todo.id`, ids, values)
+	if err != nil {
+		return 0, dbError("docs: keyword postings", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// fillBatch is the number of files FillKeywordPostings reads at a time.
+const fillBatch = 50
+
+// FillKeywordPostings writes the keyword postings of every ready file that
+// has none (files stored before migration 008), and returns how many it
+// wrote. Searches write them too, for the files of the conversation
+// searched; this does every file at once, as after an upgrade, so that no
+// search pays for it. It may run while other processes serve and ingest.
+func (s *Store) FillKeywordPostings(ctx context.Context) (int, error) {
+	var after uuid.UUID
+	total := 0
+	for {
+		rows, err := s.pool.Query(ctx, `
+			SELECT id FROM files
+			WHERE status = 'ready' AND keyword_postings IS NULL AND id > $1
+			ORDER BY id LIMIT $2`, after, fillBatch)
+		if err != nil {
+			return total, dbError("docs: fill keyword postings", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			return total, dbError("docs: fill keyword postings", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		built, err := buildPostings(ctx, s.pool, ids)
+		if err != nil {
+			return total, err
+		}
+		n, err := s.savePostings(ctx, built)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		after = ids[len(ids)-1]
+	}
 }
 
 // parseTSVector calls fn with each lexeme of tsv, a tsvector in
@@ -330,58 +979,6 @@ func parseTSVector(tsv []byte, fn func(lexeme []byte, count int)) error {
 	return nil
 }
 
-// add appends one chunk, given its tsvector in binary form. The caller holds
-// the write lock.
-func (ix *convIndex) add(id uuid.UUID, model string, tsv []byte) error {
-	doc := int32(len(ix.ids))
-	m := -1
-	for i, name := range ix.models {
-		if name == model {
-			m = i
-			break
-		}
-	}
-	if m < 0 {
-		ix.models = append(ix.models, model)
-		m = len(ix.models) - 1
-	}
-	var length int32
-	err := parseTSVector(tsv, func(lex []byte, tf int) {
-		length += int32(tf)
-		// The lookup with string(lex) does not allocate; a new term is
-		// copied so that it does not pin the row's buffer.
-		id, ok := ix.terms[string(lex)]
-		if !ok {
-			id = int32(len(ix.posts))
-			ix.posts = append(ix.posts, postings{})
-			ix.terms[string(lex)] = id
-		}
-		p := &ix.posts[id]
-		p.docs = append(p.docs, doc)
-		p.tf = append(p.tf, uint16(min(tf, math.MaxUint16)))
-	})
-	if err != nil {
-		return err
-	}
-	ix.ids = append(ix.ids, id)
-	ix.doclen = append(ix.doclen, length)
-	ix.model = append(ix.model, uint16(m))
-	ix.totalLen += int64(length)
-	return nil
-}
-
-// memoryBytes estimates the index's memory. The caller holds a lock.
-func (ix *convIndex) memoryBytes() int64 {
-	n := int64(len(ix.ids)) * bytesPerChunk
-	n += int64(len(ix.files)) * bytesPerFile
-	n += int64(cap(ix.posts)-len(ix.posts)) * 48
-	for lex, id := range ix.terms {
-		p := &ix.posts[id]
-		n += bytesPerTerm + int64(len(lex)) + int64(cap(p.docs))*4 + int64(cap(p.tf))*2
-	}
-	return n
-}
-
 // scored is a chunk of the keyword ranking.
 type scored struct {
 	doc   int32
@@ -394,12 +991,7 @@ type scored struct {
 // conversation, whatever its model. A term the query holds several times
 // weighs that many times. The caller holds the read lock.
 func (ix *convIndex) top(terms []term, model string, depth int, k1, b float64) []candidate {
-	m := -1
-	for i, name := range ix.models {
-		if name == model {
-			m = i
-		}
-	}
+	m := slices.Index(ix.models, model)
 	n := len(ix.ids)
 	if m < 0 || n == 0 || depth <= 0 {
 		return nil
@@ -408,22 +1000,34 @@ func (ix *convIndex) top(terms []term, model string, depth int, k1, b float64) [
 	acc := make([]float64, n)
 	var touched []int32
 	for _, t := range terms {
-		id, ok := ix.terms[t.lexeme]
+		df, p, ok := ix.postingsOf([]byte(t.lexeme))
 		if !ok {
 			continue
 		}
-		p := &ix.posts[id]
-		df := float64(len(p.docs))
-		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 		w := float64(t.count) * idf * (k1 + 1)
-		for i, doc := range p.docs {
+		// The postings were checked when they were merged in.
+		doc := 0
+		for i := range df {
+			v, k := binary.Uvarint(p)
+			p = p[k:]
+			tf := 1.0
+			if v&1 == 0 {
+				x, k := binary.Uvarint(p)
+				p = p[k:]
+				tf = float64(x)
+			}
+			if i == 0 {
+				doc = int(v >> 1)
+			} else {
+				doc += int(v >> 1)
+			}
 			if int(ix.model[doc]) != m {
 				continue
 			}
-			tf := float64(p.tf[i])
 			norm := k1 * (1 - b + b*float64(ix.doclen[doc])/avgdl)
 			if acc[doc] == 0 {
-				touched = append(touched, doc)
+				touched = append(touched, int32(doc))
 			}
 			acc[doc] += w * tf / (tf + norm)
 		}

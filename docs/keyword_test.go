@@ -1,12 +1,18 @@
 package docs
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
@@ -65,6 +71,22 @@ func TestTwoStoresSeeEachOthersFiles(t *testing.T) {
 		if n := find(st.reader, st.word); n != 0 {
 			t.Errorf("the other store finds %q in %d chunks after its file was deleted; want 0", st.word, n)
 		}
+	}
+	// Files moved to another model by one store: the other's index, built
+	// under the old model, is rebuilt and ranks them as a fresh store does.
+	words := wordEmbedder{model: "words-64", dims: 64}
+	if err := a.Reembed(ctx, words, nil); err != nil {
+		t.Fatal(err)
+	}
+	// As a replica restarted on the new model searches, its cache kept.
+	b.setEmbedder(words)
+	queries := []string{"server", "database replica failover"}
+	fresh := openStore(t, url, words, IngestOptions{})
+	if got, want := keywordRankings(t, b, conv, queries), keywordRankings(t, fresh, conv, queries); got != want {
+		t.Errorf("after re-embedding, the other store ranks\n%s\nwant\n%s", got, want)
+	}
+	if n := find(openStore(t, url, emb, IngestOptions{}), "server"); n != 0 {
+		t.Errorf("a store on the old model finds %d chunks after re-embedding; want 0", n)
 	}
 }
 
@@ -345,5 +367,287 @@ func TestRankGoesDeeperThanTopK(t *testing.T) {
 		if _, err := s.Rank(ctx, Query{Text: "server", ConversationID: "deep"}, depth); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Rank to depth %d = %v; want ErrInvalidArgument", depth, err)
 		}
+	}
+}
+
+// encodeTSVector returns lexemes, with their numbers of positions, as a
+// tsvector in PostgreSQL's binary form (see parseTSVector).
+func encodeTSVector(lexemes map[string]int) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(lexemes)))
+	for _, lex := range slices.Sorted(maps.Keys(lexemes)) {
+		out = append(out, lex...)
+		out = append(out, 0)
+		out = binary.BigEndian.AppendUint16(out, uint16(lexemes[lex]))
+		for p := range lexemes[lex] {
+			out = binary.BigEndian.AppendUint16(out, uint16(p+1))
+		}
+	}
+	return out
+}
+
+// synthChunks returns n chunks of random lexemes from a small vocabulary,
+// some repeated, as ids and binary tsvectors.
+func synthChunks(r *rand.Rand, n int) ([]uuid.UUID, [][]byte) {
+	ids := make([]uuid.UUID, n)
+	tsvs := make([][]byte, n)
+	for i := range n {
+		ids[i] = uuid.New()
+		lexemes := map[string]int{}
+		for range r.IntN(40) {
+			lexemes[fmt.Sprintf("w%d", int(r.ExpFloat64()*30))] += 1 + r.IntN(2)
+		}
+		tsvs[i] = encodeTSVector(lexemes)
+	}
+	return ids, tsvs
+}
+
+func buildSynth(t *testing.T, ids []uuid.UUID, tsvs [][]byte) []byte {
+	t.Helper()
+	b := newPostingsBuilder()
+	for i := range ids {
+		if err := b.add(ids[i], tsvs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.bytes()
+}
+
+// TestPostingsMerge checks that files' postings merged into an index, all
+// at once or one file at a time, give the very bytes of the postings of
+// all their chunks built as one file.
+func TestPostingsMerge(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	sizes := []int{3, 1, 0, 17, 130, 2, 40}
+	var allIDs []uuid.UUID
+	var allTSVs [][]byte
+	var files []addedFile
+	for i, n := range sizes {
+		ids, tsvs := synthChunks(r, n)
+		allIDs = append(allIDs, ids...)
+		allTSVs = append(allTSVs, tsvs...)
+		run, err := parsePostings(buildSynth(t, ids, tsvs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, addedFile{id: uuid.New(), model: fmt.Sprintf("m%d", i%2), run: run})
+	}
+	want, err := parsePostings(buildSynth(t, allIDs, allTSVs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, ix *convIndex) {
+		t.Helper()
+		if !bytes.Equal(ix.terms, want.terms) || len(ix.termOff) != want.nterms {
+			t.Errorf("%s: merged %d terms in %d bytes; want %d in %d", name, len(ix.termOff), len(ix.terms), want.nterms, len(want.terms))
+		}
+		if !slices.Equal(ix.ids, allIDs) || !slices.Equal(ix.doclen, want.doclen) {
+			t.Errorf("%s: chunks differ from one build's", name)
+		}
+		for i, f := range files {
+			if ix.files[f.id] != f.model {
+				t.Errorf("%s: file %d has model %q; want %q", name, i, ix.files[f.id], f.model)
+			}
+		}
+		// Every term is found at its offset.
+		p := want.terms
+		for i := range want.nterms {
+			l, n := binary.Uvarint(p)
+			lex := p[n : n+int(l)]
+			df, _, ok := ix.postingsOf(lex)
+			if !ok || df < 1 || !bytes.HasPrefix(ix.terms[ix.termOff[i]:], p[:n+int(l)]) {
+				t.Fatalf("%s: term %d %q not found at its offset", name, i, lex)
+			}
+			c := termCursor{run: &want, rest: p, left: 1}
+			if _, err := c.next(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.copyPostings(nil, -1); err != nil {
+				t.Fatal(err)
+			}
+			p = c.rest
+		}
+		if _, _, ok := ix.postingsOf([]byte("absent")); ok {
+			t.Errorf("%s: a lexeme no chunk holds is found", name)
+		}
+	}
+	all := newConvIndex("all")
+	if err := all.appendFiles(slices.Clone(files)); err != nil {
+		t.Fatal(err)
+	}
+	check("at once", all)
+	one := newConvIndex("one by one")
+	for _, f := range files {
+		if err := one.appendFiles([]addedFile{f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("one by one", one)
+}
+
+// TestPostingsMalformed checks that postings cut short or altered are
+// refused, or read, but never crash the reader, and leave the index as it
+// was.
+func TestPostingsMalformed(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	ids, tsvs := synthChunks(r, 12)
+	good := buildSynth(t, ids, tsvs)
+	load := func(b []byte) (*convIndex, error) {
+		ix := newConvIndex("c")
+		run, err := parsePostings(b)
+		if err != nil {
+			return ix, err
+		}
+		return ix, ix.appendFiles([]addedFile{{id: uuid.New(), model: "m", run: run}})
+	}
+	if _, err := load(good); err != nil {
+		t.Fatalf("well-formed postings refused: %v", err)
+	}
+	for cut := range len(good) {
+		ix, err := load(good[:cut])
+		if err == nil {
+			t.Fatalf("postings cut to %d of %d bytes accepted", cut, len(good))
+		}
+		if len(ix.ids) != 0 || len(ix.termOff) != 0 {
+			t.Fatalf("postings cut to %d bytes left %d chunks in the index", cut, len(ix.ids))
+		}
+	}
+	if _, err := load(append([]byte{postingsFormat + 1}, good[1:]...)); err == nil {
+		t.Error("postings of an unknown format accepted")
+	}
+	for i := range len(good) {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			bad := slices.Clone(good)
+			bad[i] ^= x
+			ix, err := load(bad)
+			if err == nil {
+				// Whatever was read must be searchable.
+				ix.top([]term{{"w1", 1}, {"w2", 2}}, "m", 10, DefaultBM25K1, DefaultBM25B)
+			}
+		}
+	}
+}
+
+// keywordRankings returns every hit of queries in conv in Keyword and Hybrid
+// mode, with scores, as text to compare.
+func keywordRankings(t *testing.T, s *testStore, conv string, queries []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, mode := range []Mode{Keyword, Hybrid} {
+		for _, q := range queries {
+			hits, err := s.Search(context.Background(), Query{Text: q, ConversationID: conv, Mode: mode, TopK: MaxTopK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 {
+				t.Fatalf("%s %q: no hit", mode, q)
+			}
+			fmt.Fprintf(&b, "%s %q:", mode, q)
+			for _, h := range hits {
+				fmt.Fprintf(&b, " %s %.12g", h.ChunkID, h.Score)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// storedPostings returns the keyword postings of conv's files by file id.
+func storedPostings(t *testing.T, s *testStore, conv string) map[string][]byte {
+	t.Helper()
+	rows, err := s.Pool().Query(context.Background(), `SELECT id::text, keyword_postings FROM files WHERE conversation_id = $1`, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	var id string
+	var p []byte
+	if _, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error { out[id] = slices.Clone(p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestKeywordPostingsOfOlderFiles checks that files stored without keyword
+// postings (before migration 008), or with postings of a format this build
+// does not know, rank exactly as files with postings, that a search writes
+// the missing postings back, identical to ingestion's, and that
+// FillKeywordPostings writes them all.
+func TestKeywordPostingsOfOlderFiles(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	const conv = "older"
+	var files []string
+	for i := range 4 {
+		f, err := a.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(700+i), 500+300*i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f.ID)
+	}
+	if _, err := a.Ingest(ctx, "other", "x.txt", "", []byte(prose(9, 400))); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"server database cluster", "replica replica failover latency", "garden"}
+	want := keywordRankings(t, a, conv, queries)
+	stored := storedPostings(t, a, conv)
+	for _, id := range files {
+		if p := stored[id]; len(p) == 0 || p[0] != postingsFormat {
+			t.Fatalf("file %s stored without keyword postings", id)
+		}
+	}
+
+	// Files 0 and 2 as stored before the migration; file 3 as written by a
+	// newer build.
+	unknown := append([]byte{postingsFormat + 1}, stored[files[3]][1:]...)
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL WHERE id = ANY($1::uuid[])`, []string{files[0], files[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = $2 WHERE id = $1`, files[3], unknown); err != nil {
+		t.Fatal(err)
+	}
+	b := openStore(t, url, emb, IngestOptions{})
+	if got := keywordRankings(t, b, conv, queries); got != want {
+		t.Errorf("rankings with older files differ:\n%s\nwant\n%s", got, want)
+	}
+	after := storedPostings(t, b, conv)
+	for _, i := range []int{0, 1, 2} {
+		if !bytes.Equal(after[files[i]], stored[files[i]]) {
+			t.Errorf("file %d: postings after the search (%d bytes) differ from ingestion's (%d bytes)", i, len(after[files[i]]), len(stored[files[i]]))
+		}
+	}
+	if !bytes.Equal(after[files[3]], unknown) {
+		t.Error("postings of an unknown format were overwritten")
+	}
+
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.FillKeywordPostings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(files)+1 {
+		t.Errorf("FillKeywordPostings wrote %d files' postings; want %d", n, len(files)+1)
+	}
+	after = storedPostings(t, a, conv)
+	for i, id := range files {
+		if !bytes.Equal(after[id], stored[id]) {
+			t.Errorf("file %d: filled postings differ from ingestion's", i)
+		}
+	}
+	if n, err := a.FillKeywordPostings(ctx); err != nil || n != 0 {
+		t.Errorf("FillKeywordPostings again = %d, %v; want 0, nil", n, err)
+	}
+	c := openStore(t, url, emb, IngestOptions{})
+	if got := keywordRankings(t, c, conv, queries); got != want {
+		t.Errorf("rankings from filled postings differ:\n%s\nwant\n%s", got, want)
 	}
 }
