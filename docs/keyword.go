@@ -26,7 +26,7 @@ import (
 // generation in conversation_stats in the same transaction, with a number
 // from a sequence, never reused. Each search reads that number; when it
 // differs from the cached index's, the index is brought up to date before it
-// is used: the postings of files that became ready are merged in, and a file
+// is used: the postings of files that became ready are added, and a file
 // deleted or moved to another model makes the index be rebuilt. So a file is
 // searchable on every replica as soon as its transaction commits, and a
 // replica that starts, or evicts an index, rebuilds it from the database.
@@ -34,23 +34,23 @@ import (
 // Each ready file carries its keyword postings (files.keyword_postings): a
 // compact copy of its chunks' tsvectors in the format below, derived from
 // them in the transaction that stores the chunks. Building an index reads
-// one value per file and merges them, where reading the chunks' tsvectors,
-// each TOASTed out of line, costs about four buffer reads per chunk. A file
-// stored before the postings existed (NULL) is read from its chunks'
-// tsvectors instead, and whichever process does so writes its postings back
-// afterwards, so that the next build is fast; FillKeywordPostings does it for
-// every file at once.
+// one value per file, where reading the chunks' tsvectors, each TOASTed out
+// of line, costs about four buffer reads per chunk. A file stored before the
+// postings existed (NULL) is read from its chunks' tsvectors instead, and
+// whichever process does so writes its postings back afterwards, so that the
+// next build is fast; FillKeywordPostings does it for every file at once.
 //
-// In memory, an index holds the merged postings in the same encoding, with
-// chunk numbers of the conversation, and the offset of each term in them:
-// about 5 bytes per (chunk, lexeme) pair and 13 per distinct lexeme, some
-// 0.55 MB for 1,000 chunks of 1,000 characters.
+// An index is a list of segments in that format: a file's postings are
+// searched as they come from the database, so that a first search pays
+// for reading them and nothing more. Once a search has used the index, the
+// segments are merged into one off the search path, which holds each
+// lexeme once: about 0.4 MB for 1,000 chunks of 1,000 characters.
 //
 // Indexes live in an LRU cache bounded by their memory
 // (Options.KeywordCacheBytes); an index larger than the whole budget is
 // built for the search and not kept.
 //
-// The keyword postings format, version 1 (numbers are unsigned varints as
+// The keyword postings format, version 1 (varints are unsigned, as
 // encoding/binary writes them):
 //
 //	byte        postingsFormat
@@ -58,22 +58,28 @@ import (
 //	n × 16      the chunks' ids, in ordinal order; a chunk's number is its
 //	            position here
 //	n × varint  the chunks' lengths, in lexeme occurrences
-//	varint      the number of terms
-//	per term, in ascending byte order of the lexemes:
+//	varint      t, the number of terms
+//	⌈t/16⌉ × 4  little-endian offset, in the terms that follow, of every
+//	            16th term
+//	t terms, in ascending byte order of their lexemes, each:
 //	  varint    lexeme length, then the lexeme's bytes
 //	  varint    df, the number of chunks holding it
-//	  df postings, in ascending chunk order, each:
-//	    varint  gap<<1 | 1 when the lexeme occurs once in the chunk, else
-//	            gap<<1 followed by varint occurrences; gap is the chunk
-//	            number for the first posting and the difference from the
-//	            previous one after it
+//	  varint    the length in bytes of its postings, then df postings in
+//	            ascending chunk order, each a varint gap<<1 | 1 when the
+//	            lexeme occurs once in the chunk, or gap<<1 followed by a
+//	            varint number of occurrences; gap is the chunk number for
+//	            the first posting and the difference from the previous one
+//	            after it
 
 // postingsFormat is the first byte of keyword postings in the format above.
 // A reader treats any other value as absent postings.
 const postingsFormat = 1
 
+// termBlock is the number of terms per entry of the block offsets.
+const termBlock = 16
+
 // DefaultKeywordCacheBytes is the default memory budget of the keyword
-// indexes: about 450,000 chunks of 1,000 characters.
+// indexes: about 600,000 chunks of 1,000 characters.
 const DefaultKeywordCacheBytes = 256 << 20
 
 // term is a query lexeme and how often the query holds it.
@@ -98,12 +104,12 @@ type convIndex struct {
 	models []string
 	// totalLen is the sum of doclen.
 	totalLen int64
-	// terms holds every lexeme's postings, encoded as the term section of
-	// the postings format with the conversation's chunk numbers; termOff
-	// is the offset of each term in it.
-	terms   []byte
-	termOff []uint32
-	bytes   int64
+	// segments hold the postings, each of its chunks numbered from its
+	// base, in chunk order.
+	segments []segment
+	// compacting is set while the segments are being merged.
+	compacting bool
+	bytes      int64
 }
 
 func newConvIndex(conversationID string) *convIndex {
@@ -116,12 +122,16 @@ const (
 	bytesPerFile = 16 + 16 + 32
 	// The convIndex itself and its cache entry.
 	bytesPerIndex = 256
+	// A segment's header in the index.
+	bytesPerSegment = 80
 )
 
 // keywordCache holds the conversations' indexes, least recently used first
 // out, within a memory budget.
 type keywordCache struct {
 	budget int64
+	// compactions runs one merge of segments at a time.
+	compactions sync.Mutex
 
 	mu      sync.Mutex
 	used    int64
@@ -167,6 +177,12 @@ func (c *keywordCache) put(ix *convIndex, bytes int64) {
 	}
 	ix.bytes = bytes
 	c.used += bytes
+	c.evict()
+}
+
+// evict drops the least recently used indexes until the cache is within
+// its budget. The caller holds c.mu.
+func (c *keywordCache) evict() {
 	for c.used > c.budget && c.lru.Len() > 0 {
 		last := c.lru.Back()
 		old := last.Value.(*convIndex)
@@ -174,6 +190,19 @@ func (c *keywordCache) put(ix *convIndex, bytes int64) {
 		delete(c.entries, old.conversationID)
 		c.used -= old.bytes
 	}
+}
+
+// resize records the new size of ix if it is cached, evicting the least
+// recently used indexes beyond the budget.
+func (c *keywordCache) resize(ix *convIndex, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[ix.conversationID]; !ok || e.Value.(*convIndex) != ix {
+		return
+	}
+	c.used += bytes - ix.bytes
+	ix.bytes = bytes
+	c.evict()
 }
 
 // drop forgets ix, as when it must be rebuilt from scratch.
@@ -227,9 +256,9 @@ func (s *Store) keywordIndex(ctx context.Context, conversationID string, gen int
 }
 
 // refreshIndex brings ix up to the database's current state of its
-// conversation, merging in the postings of new ready files. It reports
-// rebuild when an indexed file was deleted or re-embedded, which merging
-// cannot express; ix is then left unchanged.
+// conversation, adding the postings of new ready files. It reports rebuild
+// when an indexed file was deleted or re-embedded, which adding cannot
+// express; ix is then left unchanged.
 func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -242,6 +271,10 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 	}
 	ix.generation = ch.generation
 	s.keywords.put(ix, ix.memoryBytes())
+	if len(ix.segments) > 1 && !ix.compacting {
+		ix.compacting = true
+		go s.compact(ix)
+	}
 	if len(ch.built) > 0 {
 		// Outside the read-only snapshot, and not needed for this search:
 		// a failure only leaves the next build as slow as this one.
@@ -250,6 +283,31 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 		}
 	}
 	return false, nil
+}
+
+// compact merges ix's segments into one, which holds each lexeme once,
+// and takes the memory saved off the cache's account. Searches go on
+// meanwhile: the segments do not change, files added meanwhile are new
+// segments after them, and the merged segment replaces those it merged
+// under the write lock.
+func (s *Store) compact(ix *convIndex) {
+	s.keywords.compactions.Lock()
+	defer s.keywords.compactions.Unlock()
+	ix.mu.RLock()
+	segs := slices.Clone(ix.segments)
+	ix.mu.RUnlock()
+	merged, err := mergeSegments(segs)
+	ix.mu.Lock()
+	ix.compacting = false
+	if err != nil {
+		ix.mu.Unlock()
+		s.log.Error("docs: keyword postings malformed; searches may miss chunks of the conversation", "conversation_id", ix.conversationID, "error", err)
+		return
+	}
+	ix.segments = append([]segment{merged}, ix.segments[len(segs):]...)
+	bytes := ix.memoryBytes()
+	ix.mu.Unlock()
+	s.keywords.resize(ix, bytes)
 }
 
 // indexChanges is what refreshIndex reads of a conversation.
@@ -271,7 +329,7 @@ type indexChanges struct {
 type addedFile struct {
 	id    uuid.UUID
 	model string
-	run   postingsRun
+	seg   segment
 }
 
 // readChanges reads, in one snapshot, the conversation's generation and,
@@ -335,7 +393,7 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 		}
 		a := addedFile{id: f.id, model: f.model}
 		if f.postings != nil {
-			if a.run, err = parsePostings(f.postings); err == nil {
+			if a.seg, err = parsePostings(f.postings); err == nil {
 				ch.added = append(ch.added, a)
 				continue
 			}
@@ -361,7 +419,7 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 	for i := range ch.added {
 		a := &ch.added[i]
 		if p, ok := ch.built[a.id]; ok {
-			if a.run, err = parsePostings(p); err != nil {
+			if a.seg, err = parsePostings(p); err != nil {
 				return ch, fmt.Errorf("docs: keyword index: file %s: %w", a.id, err)
 			}
 		}
@@ -369,26 +427,15 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 	return ch, nil
 }
 
-// appendFiles merges files into the index, numbering their chunks after
-// those it holds. On error the index is unchanged. The caller holds the
-// write lock.
+// appendFiles adds files to the index, numbering their chunks after those
+// it holds. The caller holds the write lock.
 func (ix *convIndex) appendFiles(files []addedFile) error {
-	runs := make([]*postingsRun, 0, len(files)+1)
-	runs = append(runs, &postingsRun{n: int32(len(ix.ids)), nterms: len(ix.termOff), terms: ix.terms})
 	total := len(ix.ids)
-	for i := range files {
-		r := &files[i].run
-		if total+int(r.n) > math.MaxInt32 {
+	for _, f := range files {
+		if total+int(f.seg.n) > math.MaxInt32 {
 			return errors.New("too many chunks for one index")
 		}
-		r.base = int32(total)
-		r.file = files[i].id
-		total += int(r.n)
-		runs = append(runs, r)
-	}
-	terms, off, err := mergePostings(runs)
-	if err != nil {
-		return err
+		total += int(f.seg.n)
 	}
 	if len(ix.ids) == 0 {
 		// A first build: exact sizes, as no append is likely soon.
@@ -402,15 +449,19 @@ func (ix *convIndex) appendFiles(files []addedFile) error {
 			ix.models = append(ix.models, f.model)
 			m = len(ix.models) - 1
 		}
-		ix.ids = append(ix.ids, f.run.ids...)
-		ix.doclen = append(ix.doclen, f.run.doclen...)
-		for _, l := range f.run.doclen {
+		seg := f.seg
+		seg.base = int32(len(ix.ids))
+		ix.ids = append(ix.ids, seg.ids...)
+		ix.doclen = append(ix.doclen, seg.doclen...)
+		for _, l := range seg.doclen {
 			ix.model = append(ix.model, uint16(m))
 			ix.totalLen += int64(l)
 		}
+		// The index holds the chunks; the segment, its terms.
+		seg.ids, seg.doclen = nil, nil
+		ix.segments = append(ix.segments, seg)
 		ix.files[f.id] = f.model
 	}
-	ix.terms, ix.termOff = terms, off
 	return nil
 }
 
@@ -418,30 +469,184 @@ func (ix *convIndex) appendFiles(files []addedFile) error {
 func (ix *convIndex) memoryBytes() int64 {
 	n := int64(bytesPerIndex)
 	n += int64(cap(ix.ids))*16 + int64(cap(ix.doclen))*4 + int64(cap(ix.model))*2
-	n += int64(cap(ix.terms)) + int64(cap(ix.termOff))*4
 	n += int64(len(ix.files)) * bytesPerFile
 	for _, m := range ix.models {
 		n += 16 + int64(len(m))
 	}
+	n += int64(cap(ix.segments)) * bytesPerSegment
+	for _, sg := range ix.segments {
+		n += int64(cap(sg.buf))
+	}
 	return n
 }
 
-// postingsOf returns lexeme's document frequency and encoded postings, or
-// ok false when no chunk holds it. The caller holds a lock.
-func (ix *convIndex) postingsOf(lexeme []byte) (df int, postings []byte, ok bool) {
-	i, found := sort.Find(len(ix.termOff), func(i int) int {
-		p := ix.terms[ix.termOff[i]:]
-		l, n := binary.Uvarint(p)
-		return bytes.Compare(lexeme, p[n:n+int(l)])
-	})
-	if !found {
+// segment is postings in the format: one file's, as stored, or several
+// files' merged.
+type segment struct {
+	// file names the segment in errors; zero for a merged one.
+	file uuid.UUID
+	// buf is the memory the segment's slices are in.
+	buf []byte
+	// ids and doclen are the chunks', until an index takes them.
+	ids    []uuid.UUID
+	doclen []int32
+	// n is the number of chunks, base the index's number of the first.
+	n, base int32
+	// nterms is the number of terms; blocks holds the offset of every
+	// termBlock-th one in terms.
+	nterms int
+	blocks []byte
+	terms  []byte
+}
+
+// errPostings reports keyword postings that do not follow the format.
+var errPostings = errors.New("malformed keyword postings")
+
+// uvarint reads a varint from p and returns it with the rest of p.
+func uvarint(p []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: truncated number", errPostings)
+	}
+	return v, p[n:], nil
+}
+
+// parsePostings reads the header of keyword postings, whose terms are then
+// read in place: a search reads what it needs with bounds checks, and a
+// merge checks everything.
+func parsePostings(b []byte) (segment, error) {
+	sg := segment{buf: b}
+	if len(b) == 0 || b[0] != postingsFormat {
+		return sg, fmt.Errorf("%w: not of format %d", errPostings, postingsFormat)
+	}
+	n, p, err := uvarint(b[1:])
+	if err != nil {
+		return sg, err
+	}
+	if n > uint64(len(p))/17 {
+		return sg, fmt.Errorf("%w: %d chunks in %d bytes", errPostings, n, len(b))
+	}
+	sg.n = int32(n)
+	sg.ids = make([]uuid.UUID, n)
+	for i := range sg.ids {
+		copy(sg.ids[i][:], p[16*i:])
+	}
+	p = p[16*n:]
+	sg.doclen = make([]int32, n)
+	for i := range sg.doclen {
+		var l uint64
+		if l, p, err = uvarint(p); err != nil {
+			return sg, err
+		}
+		if l > math.MaxInt32 {
+			return sg, fmt.Errorf("%w: chunk length %d", errPostings, l)
+		}
+		sg.doclen[i] = int32(l)
+	}
+	terms, p, err := uvarint(p)
+	if err != nil {
+		return sg, err
+	}
+	// A term takes 5 bytes at least.
+	if terms > uint64(len(p))/5 {
+		return sg, fmt.Errorf("%w: %d terms in %d bytes", errPostings, terms, len(p))
+	}
+	nb := (int(terms) + termBlock - 1) / termBlock
+	if len(p) < 4*nb {
+		return sg, fmt.Errorf("%w: truncated block offsets", errPostings)
+	}
+	sg.nterms, sg.blocks, sg.terms = int(terms), p[:4*nb], p[4*nb:]
+	for i := range nb {
+		if sg.blockOffset(i) >= len(sg.terms) {
+			return sg, fmt.Errorf("%w: block offset %d beyond %d bytes", errPostings, sg.blockOffset(i), len(sg.terms))
+		}
+	}
+	return sg, nil
+}
+
+func (sg *segment) blockOffset(i int) int {
+	return int(binary.LittleEndian.Uint32(sg.blocks[4*i:]))
+}
+
+// readTerm reads the term at the start of p: its lexeme, document
+// frequency and postings, and the rest of p after it. It reports false when
+// p does not hold a whole term.
+func readTerm(p []byte) (lex []byte, df uint64, postings, rest []byte, ok bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || l > uint64(len(p)-n) {
+		return nil, 0, nil, nil, false
+	}
+	lex, p = p[n:n+int(l)], p[n+int(l):]
+	df, n = binary.Uvarint(p)
+	if n <= 0 {
+		return nil, 0, nil, nil, false
+	}
+	p = p[n:]
+	size, n := binary.Uvarint(p)
+	if n <= 0 || size > uint64(len(p)-n) {
+		return nil, 0, nil, nil, false
+	}
+	return lex, df, p[n : n+int(size)], p[n+int(size):], true
+}
+
+// find returns lexeme's document frequency and postings in the segment, or
+// ok false when none of its chunks holds it.
+func (sg *segment) find(lexeme []byte) (df uint64, postings []byte, ok bool) {
+	nb := len(sg.blocks) / 4
+	// The last block whose first lexeme is not after lexeme.
+	b := sort.Search(nb, func(i int) bool {
+		lex, _, _, _, ok := readTerm(sg.terms[sg.blockOffset(i):])
+		return !ok || bytes.Compare(lex, lexeme) > 0
+	}) - 1
+	if b < 0 {
 		return 0, nil, false
 	}
-	p := ix.terms[ix.termOff[i]:]
-	l, n := binary.Uvarint(p)
-	p = p[n+int(l):]
-	d, n := binary.Uvarint(p)
-	return int(d), p[n:], true
+	p := sg.terms[sg.blockOffset(b):]
+	for range min(termBlock, sg.nterms-b*termBlock) {
+		lex, df, postings, rest, ok := readTerm(p)
+		if !ok {
+			return 0, nil, false
+		}
+		switch c := bytes.Compare(lex, lexeme); {
+		case c == 0:
+			return df, postings, true
+		case c > 0:
+			return 0, nil, false
+		}
+		p = rest
+	}
+	return 0, nil, false
+}
+
+// termWriter writes the terms of postings, in lexeme order, and their
+// block offsets.
+type termWriter struct {
+	terms  []byte
+	blocks []byte
+	n      int
+}
+
+func (w *termWriter) add(lex []byte, df uint64, postings []byte) error {
+	if w.n%termBlock == 0 {
+		if len(w.terms) > math.MaxUint32 {
+			return errors.New("keyword postings over 4 GiB")
+		}
+		w.blocks = binary.LittleEndian.AppendUint32(w.blocks, uint32(len(w.terms)))
+	}
+	w.n++
+	w.terms = binary.AppendUvarint(w.terms, uint64(len(lex)))
+	w.terms = append(w.terms, lex...)
+	w.terms = binary.AppendUvarint(w.terms, df)
+	w.terms = binary.AppendUvarint(w.terms, uint64(len(postings)))
+	w.terms = append(w.terms, postings...)
+	return nil
+}
+
+// appendTo appends the terms' section of the format to out.
+func (w *termWriter) appendTo(out []byte) []byte {
+	out = binary.AppendUvarint(out, uint64(w.n))
+	out = append(out, w.blocks...)
+	return append(out, w.terms...)
 }
 
 // postingsBuilder makes a file's keyword postings from its chunks' tsvectors.
@@ -494,7 +699,7 @@ func (b *postingsBuilder) add(id uuid.UUID, tsv []byte) error {
 // bytes returns the postings of the chunks added so far.
 func (b *postingsBuilder) bytes() []byte {
 	order := make([]int32, len(b.lexemes))
-	size := 1 + 2*binary.MaxVarintLen64 + 21*len(b.ids) + 3*len(b.posts)
+	size := 0
 	for i, l := range b.lexemes {
 		order[i] = int32(i)
 		size += len(l) + 4
@@ -521,7 +726,20 @@ func (b *postingsBuilder) bytes() []byte {
 		next[r]++
 	}
 
-	out := make([]byte, 0, size)
+	w := termWriter{terms: make([]byte, 0, size+3*len(b.posts))}
+	var postings []byte
+	for r, t := range order {
+		ps := sorted[start[r]:start[r+1]]
+		postings = postings[:0]
+		prev := int32(0)
+		for _, p := range ps {
+			postings = appendPosting(postings, uint64(p.doc-prev), uint64(p.tf))
+			prev = p.doc
+		}
+		// A file's postings are far below the format's 4 GiB.
+		_ = w.add([]byte(b.lexemes[t]), uint64(len(ps)), postings)
+	}
+	out := make([]byte, 0, 1+2*binary.MaxVarintLen64+21*len(b.ids)+len(w.blocks)+len(w.terms))
 	out = append(out, postingsFormat)
 	out = binary.AppendUvarint(out, uint64(len(b.ids)))
 	for _, id := range b.ids {
@@ -530,20 +748,7 @@ func (b *postingsBuilder) bytes() []byte {
 	for _, l := range b.doclen {
 		out = binary.AppendUvarint(out, l)
 	}
-	out = binary.AppendUvarint(out, uint64(len(order)))
-	for r, t := range order {
-		lex := b.lexemes[t]
-		out = binary.AppendUvarint(out, uint64(len(lex)))
-		out = append(out, lex...)
-		ps := sorted[start[r]:start[r+1]]
-		out = binary.AppendUvarint(out, uint64(len(ps)))
-		prev := int32(0)
-		for _, p := range ps {
-			out = appendPosting(out, uint64(p.doc-prev), uint64(p.tf))
-			prev = p.doc
-		}
-	}
-	return out
+	return w.appendTo(out)
 }
 
 // appendPosting appends one posting of the format: its gap and its number
@@ -556,88 +761,19 @@ func appendPosting(out []byte, gap, tf uint64) []byte {
 	return binary.AppendUvarint(out, tf)
 }
 
-// postingsRun is one file's postings, or an index's, while they are merged.
-type postingsRun struct {
-	// file names the run in errors; zero for an index.
-	file uuid.UUID
-	// ids and doclen are the chunks' (nil for an index).
-	ids    []uuid.UUID
-	doclen []int32
-	// n is the number of chunks, base the number of the first one in the
-	// merged index.
-	n, base int32
-	// terms is the term section, holding nterms terms.
-	nterms int
-	terms  []byte
-}
-
-// errPostings reports keyword postings that do not follow the format.
-var errPostings = errors.New("malformed keyword postings")
-
-// uvarint reads a varint from p and returns it with the rest of p.
-func uvarint(p []byte) (uint64, []byte, error) {
-	v, n := binary.Uvarint(p)
-	if n <= 0 {
-		return 0, nil, fmt.Errorf("%w: truncated number", errPostings)
-	}
-	return v, p[n:], nil
-}
-
-// parsePostings reads the chunks of keyword postings; their terms are
-// checked as they are merged.
-func parsePostings(b []byte) (postingsRun, error) {
-	var r postingsRun
-	if len(b) == 0 || b[0] != postingsFormat {
-		return r, fmt.Errorf("%w: not of format %d", errPostings, postingsFormat)
-	}
-	n, p, err := uvarint(b[1:])
-	if err != nil {
-		return r, err
-	}
-	if n > uint64(len(p))/17 {
-		return r, fmt.Errorf("%w: %d chunks in %d bytes", errPostings, n, len(b))
-	}
-	r.n = int32(n)
-	r.ids = make([]uuid.UUID, n)
-	for i := range r.ids {
-		copy(r.ids[i][:], p[16*i:])
-	}
-	p = p[16*n:]
-	r.doclen = make([]int32, n)
-	for i := range r.doclen {
-		var l uint64
-		if l, p, err = uvarint(p); err != nil {
-			return r, err
-		}
-		if l > math.MaxInt32 {
-			return r, fmt.Errorf("%w: chunk length %d", errPostings, l)
-		}
-		r.doclen[i] = int32(l)
-	}
-	terms, p, err := uvarint(p)
-	if err != nil {
-		return r, err
-	}
-	// A term takes 4 bytes at least.
-	if terms > uint64(len(p))/4 {
-		return r, fmt.Errorf("%w: %d terms in %d bytes", errPostings, terms, len(p))
-	}
-	r.nterms, r.terms = int(terms), p
-	return r, nil
-}
-
-// termCursor walks the terms of one run in a merge.
+// termCursor walks the terms of one segment in a merge.
 type termCursor struct {
-	run   *postingsRun
-	order int
-	// rest is the run's term section from the current term's postings on.
-	rest []byte
-	left int
-	lex  []byte
-	df   uint64
+	seg *segment
+	// rest is the segment's terms after the current one.
+	rest     []byte
+	left     int
+	lex      []byte
+	key      uint64
+	df       uint64
+	postings []byte
 }
 
-// next moves to the run's next term and reports whether there was one.
+// next moves to the segment's next term and reports whether there was one.
 func (c *termCursor) next() (bool, error) {
 	if c.left == 0 {
 		if len(c.rest) != 0 {
@@ -646,32 +782,26 @@ func (c *termCursor) next() (bool, error) {
 		return false, nil
 	}
 	c.left--
-	l, p, err := uvarint(c.rest)
-	if err != nil {
-		return false, err
-	}
-	if l == 0 || l > uint64(len(p)) {
-		return false, fmt.Errorf("%w: lexeme of %d bytes in %d", errPostings, l, len(p))
-	}
-	lex := p[:l]
-	if c.lex != nil && bytes.Compare(c.lex, lex) >= 0 {
+	lex, df, postings, rest, ok := readTerm(c.rest)
+	switch {
+	case !ok:
+		return false, fmt.Errorf("%w: truncated term", errPostings)
+	case len(lex) == 0:
+		return false, fmt.Errorf("%w: empty lexeme", errPostings)
+	case c.lex != nil && bytes.Compare(c.lex, lex) >= 0:
 		return false, fmt.Errorf("%w: lexeme %q after %q", errPostings, lex, c.lex)
+	case df == 0 || df > uint64(c.seg.n):
+		return false, fmt.Errorf("%w: lexeme %q in %d of %d chunks", errPostings, lex, df, c.seg.n)
 	}
-	c.lex = lex
-	if c.df, c.rest, err = uvarint(p[l:]); err != nil {
-		return false, err
-	}
-	if c.df == 0 || c.df > uint64(c.run.n) {
-		return false, fmt.Errorf("%w: lexeme %q in %d of %d chunks", errPostings, lex, c.df, c.run.n)
-	}
+	c.lex, c.key, c.df, c.postings, c.rest = lex, lexemeKey(lex), df, postings, rest
 	return true, nil
 }
 
 // copyPostings appends the current term's postings to out, numbered from
-// the run's base, after prev, the last chunk number out holds for the term
-// (-1 for none), and returns out and the last number appended.
-func (c *termCursor) copyPostings(out []byte, prev int64) ([]byte, int64, error) {
-	p := c.rest
+// base, after prev, the last chunk number out holds for the term (-1 for
+// none), and returns out and the last number appended.
+func (c *termCursor) copyPostings(out []byte, base, prev int64) ([]byte, int64, error) {
+	p := c.postings
 	doc := int64(-1)
 	for range c.df {
 		v, q, err := uvarint(p)
@@ -690,8 +820,8 @@ func (c *termCursor) copyPostings(out []byte, prev int64) ([]byte, int64, error)
 		p = q
 		gap := v >> 1
 		switch {
-		case gap >= uint64(c.run.n):
-			return nil, 0, fmt.Errorf("%w: chunk gap %d among %d chunks", errPostings, gap, c.run.n)
+		case gap >= uint64(c.seg.n):
+			return nil, 0, fmt.Errorf("%w: chunk gap %d among %d chunks", errPostings, gap, c.seg.n)
 		case doc < 0:
 			doc = int64(gap)
 		case gap == 0:
@@ -699,113 +829,171 @@ func (c *termCursor) copyPostings(out []byte, prev int64) ([]byte, int64, error)
 		default:
 			doc += int64(gap)
 		}
-		if doc >= int64(c.run.n) {
-			return nil, 0, fmt.Errorf("%w: chunk %d among %d", errPostings, doc, c.run.n)
+		if doc >= int64(c.seg.n) {
+			return nil, 0, fmt.Errorf("%w: chunk %d among %d", errPostings, doc, c.seg.n)
 		}
-		global := int64(c.run.base) + doc
-		g := global
+		n := base + doc
+		g := n
 		if prev >= 0 {
-			g = global - prev
+			g = n - prev
 		}
 		out = appendPosting(out, uint64(g), tf)
-		prev = global
+		prev = n
 	}
-	c.rest = p
+	if len(p) != 0 {
+		return nil, 0, fmt.Errorf("%w: %d bytes after the postings of %q", errPostings, len(p), c.lex)
+	}
 	return out, prev, nil
 }
 
-// cursorHeap orders cursors by lexeme, then by run.
-type cursorHeap []*termCursor
+// mergeHeap is a min-heap of the cursors of a merge, by index, ordered by
+// lexeme, then by run. It is written out rather than built on
+// container/heap: a merge compares lexemes some ten times per term, and
+// comparisons of an 8-byte prefix held by value cost a fraction of
+// interface calls and byte comparisons.
+type mergeHeap struct {
+	cs []termCursor
+	h  []int32
+}
 
-func (h cursorHeap) Len() int { return len(h) }
-func (h cursorHeap) Less(i, j int) bool {
-	if c := bytes.Compare(h[i].lex, h[j].lex); c != 0 {
+func (m *mergeHeap) less(a, b int32) bool {
+	ca, cb := &m.cs[a], &m.cs[b]
+	if ca.key != cb.key {
+		return ca.key < cb.key
+	}
+	if c := bytes.Compare(ca.lex, cb.lex); c != 0 {
 		return c < 0
 	}
-	return h[i].order < h[j].order
-}
-func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*termCursor)) }
-func (h *cursorHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
+	return a < b
 }
 
-// mergePostings merges the term sections of runs, whose chunks are numbered
-// from their base, each base above the chunks of the runs before it, into
-// one term section, and returns it with the offset of each term. It checks
-// every run against the format.
-func mergePostings(runs []*postingsRun) ([]byte, []uint32, error) {
-	h := make(cursorHeap, 0, len(runs))
-	size, terms := 0, 0
-	for i, r := range runs {
-		size += len(r.terms)
-		terms = max(terms, r.nterms)
-		c := &termCursor{run: r, order: i, rest: r.terms, left: r.nterms}
+func (m *mergeHeap) push(c int32) {
+	m.h = append(m.h, c)
+	i := len(m.h) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !m.less(m.h[i], m.h[parent]) {
+			break
+		}
+		m.h[i], m.h[parent] = m.h[parent], m.h[i]
+		i = parent
+	}
+}
+
+func (m *mergeHeap) pop() int32 {
+	top := m.h[0]
+	last := len(m.h) - 1
+	m.h[0] = m.h[last]
+	m.h = m.h[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= last {
+			break
+		}
+		j := l
+		if r := l + 1; r < last && m.less(m.h[r], m.h[l]) {
+			j = r
+		}
+		if !m.less(m.h[j], m.h[i]) {
+			break
+		}
+		m.h[i], m.h[j] = m.h[j], m.h[i]
+		i = j
+	}
+	return top
+}
+
+// lexemeKey is the first 8 bytes of lex, zero-padded, as a number: keys
+// that differ order as their lexemes do.
+func lexemeKey(lex []byte) uint64 {
+	if len(lex) >= 8 {
+		return binary.BigEndian.Uint64(lex)
+	}
+	var b [8]byte
+	copy(b[:], lex)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// mergeSegments merges segments, consecutive in chunk order, into one that
+// numbers their chunks from the first's base, checking each against the
+// format.
+func mergeSegments(segs []segment) (segment, error) {
+	m := &mergeHeap{cs: make([]termCursor, len(segs)), h: make([]int32, 0, len(segs))}
+	size, blocks := 0, 0
+	var n int64
+	for i := range segs {
+		sg := &segs[i]
+		size += len(sg.terms)
+		blocks = max(blocks, len(sg.blocks))
+		n += int64(sg.n)
+		c := &m.cs[i]
+		*c = termCursor{seg: sg, rest: sg.terms, left: sg.nterms}
 		ok, err := c.next()
 		if err != nil {
-			return nil, nil, runError(r, err)
+			return segment{}, segmentError(sg, err)
 		}
 		if ok {
-			h = append(h, c)
+			m.push(int32(i))
 		}
 	}
-	heap.Init(&h)
-	// Merged, a lexeme is written once instead of once per run, and a
-	// gap that crosses runs may take a byte more.
-	out := make([]byte, 0, size+size/32)
-	off := make([]uint32, 0, terms+terms/2)
-	group := make([]*termCursor, 0, len(runs))
-	for h.Len() > 0 {
-		group = append(group[:0], heap.Pop(&h).(*termCursor))
-		lex := group[0].lex
-		for h.Len() > 0 && bytes.Equal(h[0].lex, lex) {
-			group = append(group, heap.Pop(&h).(*termCursor))
-		}
-		if len(out) > math.MaxUint32 {
-			return nil, nil, errors.New("keyword index over 4 GiB")
-		}
-		off = append(off, uint32(len(out)))
-		out = binary.AppendUvarint(out, uint64(len(lex)))
-		out = append(out, lex...)
-		var df uint64
-		for _, c := range group {
-			df += c.df
-		}
-		out = binary.AppendUvarint(out, df)
-		prev := int64(-1)
-		for _, c := range group {
-			var err error
-			if out, prev, err = c.copyPostings(out, prev); err != nil {
-				return nil, nil, runError(c.run, err)
+	if n > math.MaxInt32 {
+		return segment{}, errors.New("too many chunks for one index")
+	}
+	// Merged, a lexeme is written once instead of once per segment.
+	w := termWriter{terms: make([]byte, 0, size), blocks: make([]byte, 0, 2*blocks)}
+	var postings []byte
+	group := make([]int32, 0, len(segs))
+	for len(m.h) > 0 {
+		group = append(group[:0], m.pop())
+		first := &m.cs[group[0]]
+		lex, key := first.lex, first.key
+		for len(m.h) > 0 {
+			c := &m.cs[m.h[0]]
+			if c.key != key || !bytes.Equal(c.lex, lex) {
+				break
 			}
+			group = append(group, m.pop())
+		}
+		var df uint64
+		postings = postings[:0]
+		prev := int64(-1)
+		for _, i := range group {
+			c := &m.cs[i]
+			df += c.df
+			var err error
+			if postings, prev, err = c.copyPostings(postings, int64(c.seg.base-segs[0].base), prev); err != nil {
+				return segment{}, segmentError(c.seg, err)
+			}
+		}
+		if err := w.add(lex, df, postings); err != nil {
+			return segment{}, err
+		}
+		for _, i := range group {
+			c := &m.cs[i]
 			ok, err := c.next()
 			if err != nil {
-				return nil, nil, runError(c.run, err)
+				return segment{}, segmentError(c.seg, err)
 			}
 			if ok {
-				heap.Push(&h, c)
+				m.push(i)
 			}
 		}
 	}
-	// The index keeps what it holds, not the room a guess left.
-	if cap(out)-len(out) > len(out)/16 {
-		out = slices.Clone(out)
-	}
-	if cap(off)-len(off) > len(off)/16 {
-		off = slices.Clone(off)
-	}
-	return out, off, nil
+	// One buffer of the exact size, the index keeping what it holds and
+	// not the room a guess left.
+	buf := make([]byte, 0, len(w.blocks)+len(w.terms))
+	buf = append(append(buf, w.blocks...), w.terms...)
+	return segment{buf: buf, n: int32(n), base: segs[0].base, nterms: w.n,
+		blocks: buf[:len(w.blocks):len(w.blocks)], terms: buf[len(w.blocks):]}, nil
 }
 
-// runError names the file of a malformed run.
-func runError(r *postingsRun, err error) error {
-	if r.file == uuid.Nil {
+// segmentError names the file of a malformed segment.
+func segmentError(sg *segment, err error) error {
+	if sg.file == uuid.Nil {
 		return err
 	}
-	return fmt.Errorf("file %s: %w", r.file, err)
+	return fmt.Errorf("file %s: %w", sg.file, err)
 }
 
 // rowsQuerier is what buildPostings reads with: a transaction or a pool.
@@ -999,37 +1187,69 @@ func (ix *convIndex) top(terms []term, model string, depth int, k1, b float64) [
 	avgdl := max(float64(ix.totalLen)/float64(n), 1)
 	acc := make([]float64, n)
 	var touched []int32
+	type match struct {
+		sg       *segment
+		df       uint64
+		postings []byte
+	}
+	var found []match
 	for _, t := range terms {
-		df, p, ok := ix.postingsOf([]byte(t.lexeme))
-		if !ok {
+		lex := []byte(t.lexeme)
+		found = found[:0]
+		var df uint64
+		for i := range ix.segments {
+			sg := &ix.segments[i]
+			if d, p, ok := sg.find(lex); ok {
+				found = append(found, match{sg, d, p})
+				df += d
+			}
+		}
+		if df == 0 {
 			continue
 		}
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 		w := float64(t.count) * idf * (k1 + 1)
-		// The postings were checked when they were merged in.
-		doc := 0
-		for i := range df {
-			v, k := binary.Uvarint(p)
-			p = p[k:]
-			tf := 1.0
-			if v&1 == 0 {
-				x, k := binary.Uvarint(p)
+		for _, f := range found {
+			// Postings are read as they came from the database: a
+			// malformed one ends its list rather than the process.
+			p, local := f.postings, int64(-1)
+			for range f.df {
+				v, k := binary.Uvarint(p)
+				if k <= 0 {
+					break
+				}
 				p = p[k:]
-				tf = float64(x)
+				tf := 1.0
+				if v&1 == 0 {
+					x, k := binary.Uvarint(p)
+					if k <= 0 {
+						break
+					}
+					p = p[k:]
+					tf = float64(x)
+				}
+				gap := v >> 1
+				if gap >= uint64(f.sg.n) {
+					break
+				}
+				if local < 0 {
+					local = int64(gap)
+				} else {
+					local += int64(gap)
+				}
+				doc := int64(f.sg.base) + local
+				if local >= int64(f.sg.n) || doc >= int64(n) {
+					break
+				}
+				if int(ix.model[doc]) != m {
+					continue
+				}
+				norm := k1 * (1 - b + b*float64(ix.doclen[doc])/avgdl)
+				if acc[doc] == 0 {
+					touched = append(touched, int32(doc))
+				}
+				acc[doc] += w * tf / (tf + norm)
 			}
-			if i == 0 {
-				doc = int(v >> 1)
-			} else {
-				doc += int(v >> 1)
-			}
-			if int(ix.model[doc]) != m {
-				continue
-			}
-			norm := k1 * (1 - b + b*float64(ix.doclen[doc])/avgdl)
-			if acc[doc] == 0 {
-				touched = append(touched, int32(doc))
-			}
-			acc[doc] += w * tf / (tf + norm)
 		}
 	}
 	h := &scoreHeap{ids: ix.ids}

@@ -412,9 +412,9 @@ func buildSynth(t *testing.T, ids []uuid.UUID, tsvs [][]byte) []byte {
 	return b.bytes()
 }
 
-// TestPostingsMerge checks that files' postings merged into an index, all
-// at once or one file at a time, give the very bytes of the postings of
-// all their chunks built as one file.
+// TestPostingsMerge checks that an index of files' postings, searched as
+// segments or merged, all at once or one file at a time, holds the very
+// terms, and ranks as, the postings of all their chunks built as one file.
 func TestPostingsMerge(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -422,109 +422,121 @@ func TestPostingsMerge(t *testing.T) {
 	var allIDs []uuid.UUID
 	var allTSVs [][]byte
 	var files []addedFile
-	for i, n := range sizes {
+	for _, n := range sizes {
 		ids, tsvs := synthChunks(r, n)
 		allIDs = append(allIDs, ids...)
 		allTSVs = append(allTSVs, tsvs...)
-		run, err := parsePostings(buildSynth(t, ids, tsvs))
+		seg, err := parsePostings(buildSynth(t, ids, tsvs))
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, addedFile{id: uuid.New(), model: fmt.Sprintf("m%d", i%2), run: run})
+		files = append(files, addedFile{id: uuid.New(), model: "m", seg: seg})
 	}
-	want, err := parsePostings(buildSynth(t, allIDs, allTSVs))
+	one, err := parsePostings(buildSynth(t, allIDs, allTSVs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(name string, ix *convIndex) {
-		t.Helper()
-		if !bytes.Equal(ix.terms, want.terms) || len(ix.termOff) != want.nterms {
-			t.Errorf("%s: merged %d terms in %d bytes; want %d in %d", name, len(ix.termOff), len(ix.terms), want.nterms, len(want.terms))
-		}
-		if !slices.Equal(ix.ids, allIDs) || !slices.Equal(ix.doclen, want.doclen) {
-			t.Errorf("%s: chunks differ from one build's", name)
-		}
-		for i, f := range files {
-			if ix.files[f.id] != f.model {
-				t.Errorf("%s: file %d has model %q; want %q", name, i, ix.files[f.id], f.model)
-			}
-		}
-		// Every term is found at its offset.
-		p := want.terms
-		for i := range want.nterms {
-			l, n := binary.Uvarint(p)
-			lex := p[n : n+int(l)]
-			df, _, ok := ix.postingsOf(lex)
-			if !ok || df < 1 || !bytes.HasPrefix(ix.terms[ix.termOff[i]:], p[:n+int(l)]) {
-				t.Fatalf("%s: term %d %q not found at its offset", name, i, lex)
-			}
-			c := termCursor{run: &want, rest: p, left: 1}
-			if _, err := c.next(); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := c.copyPostings(nil, -1); err != nil {
-				t.Fatal(err)
-			}
-			p = c.rest
-		}
-		if _, _, ok := ix.postingsOf([]byte("absent")); ok {
-			t.Errorf("%s: a lexeme no chunk holds is found", name)
-		}
-	}
-	all := newConvIndex("all")
-	if err := all.appendFiles(slices.Clone(files)); err != nil {
+	ref := newConvIndex("one file")
+	if err := ref.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: one}}); err != nil {
 		t.Fatal(err)
 	}
-	check("at once", all)
-	one := newConvIndex("one by one")
-	for _, f := range files {
-		if err := one.appendFiles([]addedFile{f}); err != nil {
+	var queries [][]term
+	for i := range 60 {
+		queries = append(queries, []term{{fmt.Sprintf("w%d", i), 1}}, []term{{fmt.Sprintf("w%d", i), 2}, {fmt.Sprintf("w%d", i/3), 1}, {"absent", 1}})
+	}
+	check := func(name string, ix *convIndex) {
+		t.Helper()
+		if !slices.Equal(ix.ids, allIDs) || !slices.Equal(ix.doclen, ref.doclen) || ix.totalLen != ref.totalLen {
+			t.Errorf("%s: chunks differ from one build's", name)
+		}
+		for _, q := range queries {
+			got := ix.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
+			want := ref.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: %v ranks\n%v\nwant\n%v", name, q, got, want)
+			}
+		}
+		merged, err := mergeSegments(ix.segments)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if !bytes.Equal(merged.terms, one.terms) || !bytes.Equal(merged.blocks, one.blocks) || merged.nterms != one.nterms || merged.n != one.n {
+			t.Errorf("%s: merged %d terms in %d bytes; want %d in %d", name, merged.nterms, len(merged.terms), one.nterms, len(one.terms))
+		}
 	}
-	check("one by one", one)
+	segmented := newConvIndex("segmented")
+	if err := segmented.appendFiles(slices.Clone(files)); err != nil {
+		t.Fatal(err)
+	}
+	if len(segmented.segments) != len(files) {
+		t.Fatalf("%d segments for %d files", len(segmented.segments), len(files))
+	}
+	check("segmented", segmented)
+	// Merged after each file, as compaction does.
+	grown := newConvIndex("grown")
+	for _, f := range files {
+		if err := grown.appendFiles([]addedFile{f}); err != nil {
+			t.Fatal(err)
+		}
+		merged, err := mergeSegments(grown.segments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grown.segments = []segment{merged}
+	}
+	check("merged file by file", grown)
 }
 
 // TestPostingsMalformed checks that postings cut short or altered are
-// refused, or read, but never crash the reader, and leave the index as it
-// was.
+// refused or read, never crashing the search or the merge, and that a
+// merge refuses any cut.
 func TestPostingsMalformed(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
-	ids, tsvs := synthChunks(r, 12)
+	ids, tsvs := synthChunks(r, 40)
 	good := buildSynth(t, ids, tsvs)
-	load := func(b []byte) (*convIndex, error) {
-		ix := newConvIndex("c")
-		run, err := parsePostings(b)
+	queries := [][]term{{{"w0", 1}, {"w1", 2}}, {{"w3", 1}, {"w20", 1}}}
+	// load searches b as a segment and merged, and reports whether the
+	// parse and the merge accepted it.
+	load := func(b []byte) (parsed, merged bool) {
+		t.Helper()
+		seg, err := parsePostings(b)
 		if err != nil {
-			return ix, err
+			return false, false
 		}
-		return ix, ix.appendFiles([]addedFile{{id: uuid.New(), model: "m", run: run}})
+		ix := newConvIndex("c")
+		if err := ix.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: seg}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
+		}
+		m, err := mergeSegments(ix.segments)
+		if err != nil {
+			return true, false
+		}
+		ix.segments = []segment{m}
+		for _, q := range queries {
+			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
+		}
+		return true, true
 	}
-	if _, err := load(good); err != nil {
-		t.Fatalf("well-formed postings refused: %v", err)
+	if _, ok := load(good); !ok {
+		t.Fatal("well-formed postings refused")
 	}
 	for cut := range len(good) {
-		ix, err := load(good[:cut])
-		if err == nil {
+		if _, merged := load(good[:cut]); merged {
 			t.Fatalf("postings cut to %d of %d bytes accepted", cut, len(good))
 		}
-		if len(ix.ids) != 0 || len(ix.termOff) != 0 {
-			t.Fatalf("postings cut to %d bytes left %d chunks in the index", cut, len(ix.ids))
-		}
 	}
-	if _, err := load(append([]byte{postingsFormat + 1}, good[1:]...)); err == nil {
+	if parsed, _ := load(append([]byte{postingsFormat + 1}, good[1:]...)); parsed {
 		t.Error("postings of an unknown format accepted")
 	}
 	for i := range len(good) {
 		for _, x := range []byte{0x01, 0x80, 0xff} {
 			bad := slices.Clone(good)
 			bad[i] ^= x
-			ix, err := load(bad)
-			if err == nil {
-				// Whatever was read must be searchable.
-				ix.top([]term{{"w1", 1}, {"w2", 2}}, "m", 10, DefaultBM25K1, DefaultBM25B)
-			}
+			load(bad)
 		}
 	}
 }
