@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -130,8 +131,10 @@ const (
 // out, within a memory budget.
 type keywordCache struct {
 	budget int64
-	// compactions runs one merge of segments at a time.
+	// compactions runs one merge of segments at a time; pending counts
+	// those started and not done.
 	compactions sync.Mutex
+	pending     sync.WaitGroup
 
 	mu      sync.Mutex
 	used    int64
@@ -273,11 +276,12 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 	s.keywords.put(ix, ix.memoryBytes())
 	if len(ix.segments) > 1 && !ix.compacting {
 		ix.compacting = true
-		go s.compact(ix)
+		c := s.keywords
+		c.pending.Go(func() { c.compact(ix, s.log) })
 	}
 	if len(ch.built) > 0 {
-		// Outside the read-only snapshot, and not needed for this search:
-		// a failure only leaves the next build as slow as this one.
+		// Not needed for this search: a failure only leaves the next
+		// build as slow as this one.
 		if _, err := s.savePostings(ctx, ch.built); err != nil {
 			s.log.Warn("docs: keyword postings not written back", "conversation_id", ix.conversationID, "files", len(ch.built), "error", err)
 		}
@@ -290,9 +294,9 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 // meanwhile: the segments do not change, files added meanwhile are new
 // segments after them, and the merged segment replaces those it merged
 // under the write lock.
-func (s *Store) compact(ix *convIndex) {
-	s.keywords.compactions.Lock()
-	defer s.keywords.compactions.Unlock()
+func (c *keywordCache) compact(ix *convIndex, log *slog.Logger) {
+	c.compactions.Lock()
+	defer c.compactions.Unlock()
 	ix.mu.RLock()
 	segs := slices.Clone(ix.segments)
 	ix.mu.RUnlock()
@@ -301,13 +305,13 @@ func (s *Store) compact(ix *convIndex) {
 	ix.compacting = false
 	if err != nil {
 		ix.mu.Unlock()
-		s.log.Error("docs: keyword postings malformed; searches may miss chunks of the conversation", "conversation_id", ix.conversationID, "error", err)
+		log.Error("docs: keyword postings malformed; searches may miss chunks of the conversation", "conversation_id", ix.conversationID, "error", err)
 		return
 	}
 	ix.segments = append([]segment{merged}, ix.segments[len(segs):]...)
 	bytes := ix.memoryBytes()
 	ix.mu.Unlock()
-	s.keywords.resize(ix, bytes)
+	c.resize(ix, bytes)
 }
 
 // indexChanges is what refreshIndex reads of a conversation.
@@ -332,37 +336,26 @@ type addedFile struct {
 	seg   segment
 }
 
-// readChanges reads, in one snapshot, the conversation's generation and,
-// when it differs from ix's, the files ix lacks with their postings. The
-// caller holds ix's write lock.
+// readChanges reads the conversation's generation and, when it differs
+// from ix's, its ready files with the postings of those ix lacks, in one
+// statement: one snapshot and one round trip. The caller holds ix's write
+// lock.
 func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, error) {
 	var ch indexChanges
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return ch, dbError("docs: keyword index", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var gen *int64
-	if err := tx.QueryRow(ctx, `SELECT (SELECT generation FROM conversation_stats WHERE conversation_id = $1)`,
-		ix.conversationID).Scan(&gen); err != nil {
-		return ch, dbError("docs: keyword index", err)
-	}
-	if gen != nil && *gen == ix.generation {
-		ch.current = true
-		return ch, nil
-	}
-	if gen != nil {
-		ch.generation = *gen
-	}
 	// The postings of files already indexed are not sent again.
 	known := make([]uuid.UUID, 0, len(ix.files))
 	for id := range ix.files {
 		known = append(known, id)
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, embedding_model, CASE WHEN id = ANY($2) THEN NULL ELSE keyword_postings END
-		FROM files WHERE conversation_id = $1 AND status = 'ready'
-		ORDER BY id`, ix.conversationID, known)
+	rows, err := s.pool.Query(ctx, `
+		SELECT g.generation, f.id, f.embedding_model,
+		       CASE WHEN f.id = ANY($3) THEN NULL ELSE f.keyword_postings END
+		FROM (SELECT (SELECT generation FROM conversation_stats WHERE conversation_id = $1) AS generation) g
+		LEFT JOIN files f ON f.conversation_id = $1 AND f.status = 'ready'
+		                 AND g.generation IS DISTINCT FROM $2
+		ORDER BY f.id`,
+		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode, pgx.TextFormatCode, pgx.BinaryFormatCode},
+		ix.conversationID, ix.generation, known)
 	if err != nil {
 		return ch, dbError("docs: keyword index", err)
 	}
@@ -371,13 +364,30 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 		model    string
 		postings []byte
 	}
-	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (readyFile, error) {
-		var f readyFile
-		err := r.Scan(&f.id, &f.model, &f.postings)
-		return f, err
-	})
-	if err != nil {
+	var (
+		gen   *int64
+		files []readyFile
+		id    *uuid.UUID
+		model *string
+	)
+	for rows.Next() {
+		var postings []byte
+		if err := rows.Scan(&gen, &id, &model, &postings); err != nil {
+			return ch, dbError("docs: keyword index", err)
+		}
+		if id != nil {
+			files = append(files, readyFile{*id, *model, postings})
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return ch, dbError("docs: keyword index", err)
+	}
+	if gen != nil && *gen == ix.generation {
+		ch.current = true
+		return ch, nil
+	}
+	if gen != nil {
+		ch.generation = *gen
 	}
 	seen := make(map[uuid.UUID]bool, len(files))
 	var legacy []uuid.UUID
@@ -413,7 +423,10 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 	if len(legacy) == 0 {
 		return ch, nil
 	}
-	if ch.built, err = buildPostings(ctx, tx, legacy); err != nil {
+	// Read after the statement above: the chunks of a ready file do not
+	// change, and a file deleted meanwhile has none, which the next
+	// generation corrects.
+	if ch.built, err = buildPostings(ctx, s.pool, legacy); err != nil {
 		return ch, err
 	}
 	for i := range ch.added {

@@ -663,3 +663,108 @@ func TestKeywordPostingsOfOlderFiles(t *testing.T) {
 		t.Errorf("rankings from filled postings differ:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// BenchmarkStorePostings measures what keyword postings add to storing a
+// file of about 100 chunks of 1,000 characters: reading back its chunks'
+// tsvectors, building the postings and writing them, in the storing
+// transaction (rolled back here):
+//
+//	go test -run '^$' -bench BenchmarkStorePostings ./docs/
+func BenchmarkStorePostings(b *testing.B) {
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := openStore(b, pgtest.NewDatabase(b), emb, IngestOptions{})
+	ctx := context.Background()
+	f, err := s.Ingest(ctx, "bench", "a.txt", "", []byte(newCorpus(3).text(12_000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := uuid.MustParse(f.ID)
+	for b.Loop() {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := storePostings(ctx, tx, []uuid.UUID{id}); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perChunk := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(f.ChunkCount)
+	b.ReportMetric(perChunk/1e3, "µs/chunk")
+	b.ReportMetric(float64(f.ChunkCount), "chunks/file")
+}
+
+// BenchmarkKeywordIndex measures, in process, a first search of a
+// conversation of ten 100-chunk files (its files' postings parsed and
+// searched as segments), and the merge of those segments that follows it
+// off the search path:
+//
+//	go test -run '^$' -bench BenchmarkKeywordIndex ./docs/
+func BenchmarkKeywordIndex(b *testing.B) {
+	c := newCorpus(4)
+	var blobs [][]byte
+	for range 10 {
+		bld := newPostingsBuilder()
+		for range 100 {
+			lexemes := map[string]int{}
+			for _, w := range strings.Fields(c.text(150)) {
+				lexemes[strings.ToLower(w)]++
+			}
+			if err := bld.add(uuid.New(), encodeTSVector(lexemes)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		blobs = append(blobs, bld.bytes())
+	}
+	queries := benchQueries(20)
+	terms := make([][]term, len(queries))
+	for i, q := range queries {
+		for _, w := range strings.Fields(q) {
+			terms[i] = append(terms[i], term{strings.ToLower(w), 1})
+		}
+	}
+	build := func(b *testing.B) *convIndex {
+		ix := newConvIndex("c")
+		files := make([]addedFile, len(blobs))
+		for i, p := range blobs {
+			seg, err := parsePostings(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			files[i] = addedFile{id: uuid.New(), model: "m", seg: seg}
+		}
+		if err := ix.appendFiles(files); err != nil {
+			b.Fatal(err)
+		}
+		return ix
+	}
+	b.Run("first-search", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			build(b).top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
+		}
+	})
+	b.Run("merge", func(b *testing.B) {
+		ix := build(b)
+		for b.Loop() {
+			if _, err := mergeSegments(ix.segments); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("search-merged", func(b *testing.B) {
+		ix := build(b)
+		m, err := mergeSegments(ix.segments)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.segments = []segment{m}
+		for i := 0; b.Loop(); i++ {
+			ix.top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
+		}
+	})
+}
