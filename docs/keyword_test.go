@@ -768,3 +768,68 @@ func BenchmarkKeywordIndex(b *testing.B) {
 		}
 	})
 }
+
+// TestKeywordIndexUnderConcurrentChanges searches a conversation from
+// several goroutines while files are added and deleted, so that merges of
+// segments run alongside searches and additions, then checks that the
+// index ranks as a fresh store's does.
+func TestKeywordIndexUnderConcurrentChanges(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	const conv = "busy"
+	var files []File
+	ingest := func(i int) {
+		t.Helper()
+		f, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(800+i), 400)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	for i := range 3 {
+		ingest(i)
+	}
+	queries := []string{"server database cluster", "replica failover", "garden latency"}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.Search(ctx, Query{Text: queries[(g+i)%len(queries)], ConversationID: conv, Mode: Keyword, TopK: MaxTopK}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 3; i < 7; i++ {
+		ingest(i)
+	}
+	if err := s.DeleteFile(ctx, files[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	ingest(7)
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.keywords.pending.Wait()
+	fresh := openStore(t, url, emb, IngestOptions{})
+	if got, want := keywordRankings(t, s, conv, queries), keywordRankings(t, fresh, conv, queries); got != want {
+		t.Errorf("after concurrent changes the index ranks\n%s\nwant\n%s", got, want)
+	}
+}
