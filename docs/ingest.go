@@ -682,6 +682,10 @@ func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, do
 	if err != nil {
 		return f, dbError("docs: store chunks", err)
 	}
+	// Derived from the chunks' tsv just written (see keyword.go).
+	if err := storeFilePostings(ctx, tx, f.ID); err != nil {
+		return f, err
+	}
 	// A new generation tells every process that its keyword index of the
 	// conversation is out of date (see keyword.go).
 	if _, err := tx.Exec(ctx, `

@@ -1,12 +1,18 @@
 package docs
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
@@ -65,6 +71,22 @@ func TestTwoStoresSeeEachOthersFiles(t *testing.T) {
 		if n := find(st.reader, st.word); n != 0 {
 			t.Errorf("the other store finds %q in %d chunks after its file was deleted; want 0", st.word, n)
 		}
+	}
+	// Files moved to another model by one store: the other's index, built
+	// under the old model, is rebuilt and ranks them as a fresh store does.
+	words := wordEmbedder{model: "words-64", dims: 64}
+	if err := a.Reembed(ctx, words, nil); err != nil {
+		t.Fatal(err)
+	}
+	// As a replica restarted on the new model searches, its cache kept.
+	b.setEmbedder(words)
+	queries := []string{"server", "database replica failover"}
+	fresh := openStore(t, url, words, IngestOptions{})
+	if got, want := keywordRankings(t, b, conv, queries), keywordRankings(t, fresh, conv, queries); got != want {
+		t.Errorf("after re-embedding, the other store ranks\n%s\nwant\n%s", got, want)
+	}
+	if n := find(openStore(t, url, emb, IngestOptions{}), "server"); n != 0 {
+		t.Errorf("a store on the old model finds %d chunks after re-embedding; want 0", n)
 	}
 }
 
@@ -345,5 +367,469 @@ func TestRankGoesDeeperThanTopK(t *testing.T) {
 		if _, err := s.Rank(ctx, Query{Text: "server", ConversationID: "deep"}, depth); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Rank to depth %d = %v; want ErrInvalidArgument", depth, err)
 		}
+	}
+}
+
+// encodeTSVector returns lexemes, with their numbers of positions, as a
+// tsvector in PostgreSQL's binary form (see parseTSVector).
+func encodeTSVector(lexemes map[string]int) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(lexemes)))
+	for _, lex := range slices.Sorted(maps.Keys(lexemes)) {
+		out = append(out, lex...)
+		out = append(out, 0)
+		out = binary.BigEndian.AppendUint16(out, uint16(lexemes[lex]))
+		for p := range lexemes[lex] {
+			out = binary.BigEndian.AppendUint16(out, uint16(p+1))
+		}
+	}
+	return out
+}
+
+// synthChunks returns n chunks of random lexemes from a small vocabulary,
+// some repeated, as ids and binary tsvectors.
+func synthChunks(r *rand.Rand, n int) ([]uuid.UUID, [][]byte) {
+	ids := make([]uuid.UUID, n)
+	tsvs := make([][]byte, n)
+	for i := range n {
+		ids[i] = uuid.New()
+		lexemes := map[string]int{}
+		for range r.IntN(40) {
+			lexemes[fmt.Sprintf("w%d", int(r.ExpFloat64()*30))] += 1 + r.IntN(2)
+		}
+		tsvs[i] = encodeTSVector(lexemes)
+	}
+	return ids, tsvs
+}
+
+func buildSynth(t *testing.T, ids []uuid.UUID, tsvs [][]byte) []byte {
+	t.Helper()
+	b := newPostingsBuilder()
+	for i := range ids {
+		if err := b.add(ids[i], tsvs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.bytes()
+}
+
+// TestPostingsMerge checks that an index of files' postings, searched as
+// segments or merged, all at once or one file at a time, holds the very
+// terms, and ranks as, the postings of all their chunks built as one file.
+func TestPostingsMerge(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	sizes := []int{3, 1, 0, 17, 130, 2, 40}
+	var allIDs []uuid.UUID
+	var allTSVs [][]byte
+	var files []addedFile
+	for _, n := range sizes {
+		ids, tsvs := synthChunks(r, n)
+		allIDs = append(allIDs, ids...)
+		allTSVs = append(allTSVs, tsvs...)
+		seg, err := parsePostings(buildSynth(t, ids, tsvs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, addedFile{id: uuid.New(), model: "m", seg: seg})
+	}
+	one, err := parsePostings(buildSynth(t, allIDs, allTSVs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newConvIndex("one file")
+	if err := ref.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: one}}); err != nil {
+		t.Fatal(err)
+	}
+	var queries [][]term
+	for i := range 60 {
+		queries = append(queries, []term{{fmt.Sprintf("w%d", i), 1}}, []term{{fmt.Sprintf("w%d", i), 2}, {fmt.Sprintf("w%d", i/3), 1}, {"absent", 1}})
+	}
+	check := func(name string, ix *convIndex) {
+		t.Helper()
+		if !slices.Equal(ix.ids, allIDs) || !slices.Equal(ix.doclen, ref.doclen) || ix.totalLen != ref.totalLen {
+			t.Errorf("%s: chunks differ from one build's", name)
+		}
+		for _, q := range queries {
+			got := ix.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
+			want := ref.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: %v ranks\n%v\nwant\n%v", name, q, got, want)
+			}
+		}
+		merged, err := mergeSegments(ix.segments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(merged.terms, one.terms) || !bytes.Equal(merged.blocks, one.blocks) || merged.nterms != one.nterms || merged.n != one.n {
+			t.Errorf("%s: merged %d terms in %d bytes; want %d in %d", name, merged.nterms, len(merged.terms), one.nterms, len(one.terms))
+		}
+	}
+	segmented := newConvIndex("segmented")
+	if err := segmented.appendFiles(slices.Clone(files)); err != nil {
+		t.Fatal(err)
+	}
+	if len(segmented.segments) != len(files) {
+		t.Fatalf("%d segments for %d files", len(segmented.segments), len(files))
+	}
+	check("segmented", segmented)
+	// Merged after each file, as compaction does.
+	grown := newConvIndex("grown")
+	for _, f := range files {
+		if err := grown.appendFiles([]addedFile{f}); err != nil {
+			t.Fatal(err)
+		}
+		merged, err := mergeSegments(grown.segments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grown.segments = []segment{merged}
+	}
+	check("merged file by file", grown)
+}
+
+// TestPostingsMalformed checks that postings cut short or altered are
+// refused or read, never crashing the search or the merge, and that a
+// merge refuses any cut.
+func TestPostingsMalformed(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	ids, tsvs := synthChunks(r, 40)
+	good := buildSynth(t, ids, tsvs)
+	queries := [][]term{{{"w0", 1}, {"w1", 2}}, {{"w3", 1}, {"w20", 1}}}
+	// load searches b as a segment and merged, and reports whether the
+	// parse and the merge accepted it.
+	load := func(b []byte) (parsed, merged bool) {
+		t.Helper()
+		seg, err := parsePostings(b)
+		if err != nil {
+			return false, false
+		}
+		ix := newConvIndex("c")
+		if err := ix.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: seg}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
+		}
+		m, err := mergeSegments(ix.segments)
+		if err != nil {
+			return true, false
+		}
+		ix.segments = []segment{m}
+		for _, q := range queries {
+			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
+		}
+		return true, true
+	}
+	if _, ok := load(good); !ok {
+		t.Fatal("well-formed postings refused")
+	}
+	for cut := range len(good) {
+		if _, merged := load(good[:cut]); merged {
+			t.Fatalf("postings cut to %d of %d bytes accepted", cut, len(good))
+		}
+	}
+	if parsed, _ := load(append([]byte{postingsFormat + 1}, good[1:]...)); parsed {
+		t.Error("postings of an unknown format accepted")
+	}
+	for i := range len(good) {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			bad := slices.Clone(good)
+			bad[i] ^= x
+			load(bad)
+		}
+	}
+}
+
+// keywordRankings returns every hit of queries in conv in Keyword and Hybrid
+// mode, with scores, as text to compare.
+func keywordRankings(t *testing.T, s *testStore, conv string, queries []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, mode := range []Mode{Keyword, Hybrid} {
+		for _, q := range queries {
+			hits, err := s.Search(context.Background(), Query{Text: q, ConversationID: conv, Mode: mode, TopK: MaxTopK})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 {
+				t.Fatalf("%s %q: no hit", mode, q)
+			}
+			fmt.Fprintf(&b, "%s %q:", mode, q)
+			for _, h := range hits {
+				fmt.Fprintf(&b, " %s %.12g", h.ChunkID, h.Score)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// storedPostings returns the keyword postings of conv's files by file id.
+func storedPostings(t *testing.T, s *testStore, conv string) map[string][]byte {
+	t.Helper()
+	rows, err := s.Pool().Query(context.Background(), `SELECT id::text, keyword_postings FROM files WHERE conversation_id = $1`, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	var id string
+	var p []byte
+	if _, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error { out[id] = slices.Clone(p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestKeywordPostingsOfOlderFiles checks that files stored without keyword
+// postings (before migration 008), or with postings of a format this build
+// does not know, rank exactly as files with postings, that a search writes
+// the missing postings back, identical to ingestion's, and that
+// FillKeywordPostings writes them all.
+func TestKeywordPostingsOfOlderFiles(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	const conv = "older"
+	var files []string
+	for i := range 4 {
+		f, err := a.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(700+i), 500+300*i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f.ID)
+	}
+	if _, err := a.Ingest(ctx, "other", "x.txt", "", []byte(prose(9, 400))); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"server database cluster", "replica replica failover latency", "garden"}
+	want := keywordRankings(t, a, conv, queries)
+	stored := storedPostings(t, a, conv)
+	for _, id := range files {
+		if p := stored[id]; len(p) == 0 || p[0] != postingsFormat {
+			t.Fatalf("file %s stored without keyword postings", id)
+		}
+	}
+
+	// Files 0 and 2 as stored before the migration; file 3 as written by a
+	// newer build.
+	unknown := append([]byte{postingsFormat + 1}, stored[files[3]][1:]...)
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL WHERE id = ANY($1::uuid[])`, []string{files[0], files[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = $2 WHERE id = $1`, files[3], unknown); err != nil {
+		t.Fatal(err)
+	}
+	b := openStore(t, url, emb, IngestOptions{})
+	if got := keywordRankings(t, b, conv, queries); got != want {
+		t.Errorf("rankings with older files differ:\n%s\nwant\n%s", got, want)
+	}
+	after := storedPostings(t, b, conv)
+	for _, i := range []int{0, 1, 2} {
+		if !bytes.Equal(after[files[i]], stored[files[i]]) {
+			t.Errorf("file %d: postings after the search (%d bytes) differ from ingestion's (%d bytes)", i, len(after[files[i]]), len(stored[files[i]]))
+		}
+	}
+	if !bytes.Equal(after[files[3]], unknown) {
+		t.Error("postings of an unknown format were overwritten")
+	}
+
+	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.FillKeywordPostings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(files)+1 {
+		t.Errorf("FillKeywordPostings wrote %d files' postings; want %d", n, len(files)+1)
+	}
+	after = storedPostings(t, a, conv)
+	for i, id := range files {
+		if !bytes.Equal(after[id], stored[id]) {
+			t.Errorf("file %d: filled postings differ from ingestion's", i)
+		}
+	}
+	if n, err := a.FillKeywordPostings(ctx); err != nil || n != 0 {
+		t.Errorf("FillKeywordPostings again = %d, %v; want 0, nil", n, err)
+	}
+	c := openStore(t, url, emb, IngestOptions{})
+	if got := keywordRankings(t, c, conv, queries); got != want {
+		t.Errorf("rankings from filled postings differ:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// BenchmarkStorePostings measures what keyword postings add to storing a
+// file of about 100 chunks of 1,000 characters: reading back its chunks'
+// tsvectors, building the postings and writing them, in the storing
+// transaction (rolled back here):
+//
+//	go test -run '^$' -bench BenchmarkStorePostings ./docs/
+func BenchmarkStorePostings(b *testing.B) {
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := openStore(b, pgtest.NewDatabase(b), emb, IngestOptions{})
+	ctx := context.Background()
+	f, err := s.Ingest(ctx, "bench", "a.txt", "", []byte(newCorpus(3).text(12_000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := uuid.MustParse(f.ID)
+	for b.Loop() {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := storePostings(ctx, tx, []uuid.UUID{id}); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perChunk := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(f.ChunkCount)
+	b.ReportMetric(perChunk/1e3, "µs/chunk")
+	b.ReportMetric(float64(f.ChunkCount), "chunks/file")
+}
+
+// BenchmarkKeywordIndex measures, in process, a first search of a
+// conversation of ten 100-chunk files (its files' postings parsed and
+// searched as segments), and the merge of those segments that follows it
+// off the search path:
+//
+//	go test -run '^$' -bench BenchmarkKeywordIndex ./docs/
+func BenchmarkKeywordIndex(b *testing.B) {
+	c := newCorpus(4)
+	var blobs [][]byte
+	for range 10 {
+		bld := newPostingsBuilder()
+		for range 100 {
+			lexemes := map[string]int{}
+			for _, w := range strings.Fields(c.text(150)) {
+				lexemes[strings.ToLower(w)]++
+			}
+			if err := bld.add(uuid.New(), encodeTSVector(lexemes)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		blobs = append(blobs, bld.bytes())
+	}
+	queries := benchQueries(20)
+	terms := make([][]term, len(queries))
+	for i, q := range queries {
+		for _, w := range strings.Fields(q) {
+			terms[i] = append(terms[i], term{strings.ToLower(w), 1})
+		}
+	}
+	build := func(b *testing.B) *convIndex {
+		ix := newConvIndex("c")
+		files := make([]addedFile, len(blobs))
+		for i, p := range blobs {
+			seg, err := parsePostings(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			files[i] = addedFile{id: uuid.New(), model: "m", seg: seg}
+		}
+		if err := ix.appendFiles(files); err != nil {
+			b.Fatal(err)
+		}
+		return ix
+	}
+	b.Run("first-search", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			build(b).top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
+		}
+	})
+	b.Run("merge", func(b *testing.B) {
+		ix := build(b)
+		for b.Loop() {
+			if _, err := mergeSegments(ix.segments); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("search-merged", func(b *testing.B) {
+		ix := build(b)
+		m, err := mergeSegments(ix.segments)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.segments = []segment{m}
+		for i := 0; b.Loop(); i++ {
+			ix.top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
+		}
+	})
+}
+
+// TestKeywordIndexUnderConcurrentChanges searches a conversation from
+// several goroutines while files are added and deleted, so that merges of
+// segments run alongside searches and additions, then checks that the
+// index ranks as a fresh store's does.
+func TestKeywordIndexUnderConcurrentChanges(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url, emb, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	const conv = "busy"
+	var files []File
+	ingest := func(i int) {
+		t.Helper()
+		f, err := s.Ingest(ctx, conv, fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(800+i), 400)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	for i := range 3 {
+		ingest(i)
+	}
+	queries := []string{"server database cluster", "replica failover", "garden latency"}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := s.Search(ctx, Query{Text: queries[(g+i)%len(queries)], ConversationID: conv, Mode: Keyword, TopK: MaxTopK}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 3; i < 7; i++ {
+		ingest(i)
+	}
+	if err := s.DeleteFile(ctx, files[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	ingest(7)
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.keywords.pending.Wait()
+	fresh := openStore(t, url, emb, IngestOptions{})
+	if got, want := keywordRankings(t, s, conv, queries), keywordRankings(t, fresh, conv, queries); got != want {
+		t.Errorf("after concurrent changes the index ranks\n%s\nwant\n%s", got, want)
 	}
 }
