@@ -82,7 +82,7 @@ func BenchmarkBigDatabase(b *testing.B) {
 	// Files loaded before keyword postings existed get them now, so that
 	// the cold searches below measure what follows an upgrade.
 	t0 = time.Now()
-	filled, err := s.FillKeywordPostings(ctx)
+	filled, err := FillKeywordPostings(ctx, s.Pool())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Keyword ranking runs in the process, over an inverted index per
@@ -283,7 +284,7 @@ func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, 
 	if len(ch.built) > 0 {
 		// Not needed for this search: a failure only leaves the next
 		// build as slow as this one.
-		if _, err := s.savePostings(ctx, ch.built); err != nil {
+		if _, err := savePostings(ctx, s.pool, ch.built); err != nil {
 			s.log.Warn("docs: keyword postings not written back", "conversation_id", ix.conversationID, "files", len(ch.built), "error", err)
 		}
 	}
@@ -1093,9 +1094,9 @@ func postingsColumns(built map[uuid.UUID][]byte) ([]uuid.UUID, [][]byte) {
 // locked by another transaction (being deleted, or written back by another
 // process) is skipped rather than waited for, so this never blocks nor
 // deadlocks a writer.
-func (s *Store) savePostings(ctx context.Context, built map[uuid.UUID][]byte) (int, error) {
+func savePostings(ctx context.Context, pool *pgxpool.Pool, built map[uuid.UUID][]byte) (int, error) {
 	ids, values := postingsColumns(built)
-	tag, err := s.pool.Exec(ctx, `
+	tag, err := pool.Exec(ctx, `
 		WITH todo AS (
 			SELECT id FROM files
 			WHERE id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
@@ -1117,12 +1118,13 @@ const fillBatch = 50
 // has none (files stored before migration 008), and returns how many it
 // wrote. Searches write them too, for the files of the conversation
 // searched; this does every file at once, as after an upgrade, so that no
-// search pays for it. It may run while other processes serve and ingest.
-func (s *Store) FillKeywordPostings(ctx context.Context) (int, error) {
+// search pays for it. It may run while other processes serve and ingest;
+// mcpsearch migrate runs it.
+func FillKeywordPostings(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	var after uuid.UUID
 	total := 0
 	for {
-		rows, err := s.pool.Query(ctx, `
+		rows, err := pool.Query(ctx, `
 			SELECT id FROM files
 			WHERE status = 'ready' AND keyword_postings IS NULL AND id > $1
 			ORDER BY id LIMIT $2`, after, fillBatch)
@@ -1136,11 +1138,11 @@ func (s *Store) FillKeywordPostings(ctx context.Context) (int, error) {
 		if len(ids) == 0 {
 			return total, nil
 		}
-		built, err := buildPostings(ctx, s.pool, ids)
+		built, err := buildPostings(ctx, pool, ids)
 		if err != nil {
 			return total, err
 		}
-		n, err := s.savePostings(ctx, built)
+		n, err := savePostings(ctx, pool, built)
 		total += n
 		if err != nil {
 			return total, err

@@ -642,7 +642,7 @@ func TestKeywordPostingsOfOlderFiles(t *testing.T) {
 	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL`); err != nil {
 		t.Fatal(err)
 	}
-	n, err := a.FillKeywordPostings(ctx)
+	n, err := FillKeywordPostings(ctx, a.Pool())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +655,7 @@ func TestKeywordPostingsOfOlderFiles(t *testing.T) {
 			t.Errorf("file %d: filled postings differ from ingestion's", i)
 		}
 	}
-	if n, err := a.FillKeywordPostings(ctx); err != nil || n != 0 {
+	if n, err := FillKeywordPostings(ctx, a.Pool()); err != nil || n != 0 {
 		t.Errorf("FillKeywordPostings again = %d, %v; want 0, nil", n, err)
 	}
 	c := openStore(t, url, emb, IngestOptions{})

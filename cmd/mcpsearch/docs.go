@@ -124,10 +124,18 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	}
 	if len(applied) == 0 {
 		fmt.Fprintf(env.stdout, "schema is up to date (version %d)\n", migrations.Latest())
-		return nil
 	}
 	for _, name := range applied {
 		fmt.Fprintln(env.stdout, "applied", name)
+	}
+	// Files stored before keyword postings existed get them now, so that
+	// no search pays for it; a later run finds none left.
+	filled, err := docs.FillKeywordPostings(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", pg.Error("database", err))
+	}
+	if filled > 0 {
+		fmt.Fprintf(env.stdout, "wrote the keyword postings of %d files stored before them\n", filled)
 	}
 	return nil
 }
