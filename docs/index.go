@@ -227,6 +227,14 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if !indexable(dims) {
 		return false, nil
 	}
+	// Checked through the pool first: every replica checks every few
+	// seconds, and a build is rarely due.
+	wanted := func(st IndexState) bool {
+		return st.Indexed+st.Fresh > 0 && (st.Fresh > 0 || st.Index == "") && (force || st.due(policy))
+	}
+	if st, err := s.IndexState(ctx); err != nil || !wanted(st) {
+		return false, err
+	}
 	// A connection of its own: CREATE INDEX CONCURRENTLY runs outside a
 	// transaction, and the session's lock and settings end with it.
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
@@ -247,7 +255,7 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if err != nil {
 		return false, err
 	}
-	if st.Indexed+st.Fresh == 0 || (st.Fresh == 0 && st.Index != "") || (!force && !st.due(policy)) {
+	if !wanted(st) {
 		return false, nil
 	}
 	if err := dropIndexes(ctx, conn, indexPrefix(model, dims), st.Index); err != nil {
@@ -278,10 +286,7 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	sql := fmt.Sprintf(`CREATE INDEX CONCURRENTLY %s ON chunks USING hnsw (%s %s) WHERE embedding_model = %s AND write_seq <= %d`,
 		pgx.Identifier{name}.Sanitize(), vectorExpr(dims), ops, modelLiteral(model), watermark)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		// A failed concurrent build leaves an invalid index behind.
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(cleanup, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		s.dropInvalid(ctx, name)
 		return false, dbError("docs: build vector index "+name, err)
 	}
 	took := time.Since(start)
@@ -302,6 +307,24 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 		return true, err
 	}
 	return true, nil
+}
+
+// dropInvalid drops what a failed concurrent build left behind, an invalid
+// index, on a connection of its own: a cancelled build's connection is
+// closed by the cancellation. Should that fail too, the next build drops
+// it.
+func (s *Store) dropInvalid(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		s.log.Warn("docs: dropping an unfinished vector index", "index", name, "error", err)
+		return
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		s.log.Warn("docs: dropping an unfinished vector index", "index", name, "error", err)
+	}
 }
 
 // dropIndexes drops the indexes on chunks whose name starts with prefix,

@@ -64,17 +64,14 @@ func TestVectorIndexFreshChunks(t *testing.T) {
 	}
 
 	// a's background loop builds the index once writes have settled.
-	var st IndexState
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if st, err = b.IndexState(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if st.Index != "" {
-			break
-		}
+	for deadline := time.Now().Add(time.Minute); a.IngestStats().IndexBuilds == 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no index built in the background: %+v", st)
+			t.Fatal("no index built in the background")
 		}
+	}
+	st, err := b.IndexState(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if st.Fresh != 0 || st.Indexed != int64(first.ChunkCount) {
 		t.Errorf("after the build %d chunks indexed and %d fresh; want %d and 0", st.Indexed, st.Fresh, first.ChunkCount)
@@ -202,4 +199,50 @@ func exactRanking(t *testing.T, s *testStore, emb embed.Embedder, conv, q string
 		t.Fatalf("exact ranking has %d chunks, want %d", len(ids), k)
 	}
 	return ids
+}
+
+// TestCancelledBuildLeavesNothing cancels a build midway: the error says
+// so, no unfinished index is left on the table, the lock is free again, and
+// the next build succeeds.
+func TestCancelledBuildLeavesNothing(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, _ := embed.NewLocal(384)
+	s := openStoreWith(t, url, emb, Options{exactChunks: 20},
+		IngestOptions{Chunk: chunk.Options{Size: 100, Overlap: 0}, Index: IndexPolicy{Interval: -1}})
+	ctx := context.Background()
+	if _, err := s.Ingest(ctx, "big", "big.txt", "", []byte(prose(41, 30000))); err != nil {
+		t.Fatal(err)
+	}
+	// A graph that does not fit in 1 MB builds slowly enough to be cut.
+	slow := IndexPolicy{BuildMemory: 1 << 20}
+	cut, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if built, err := s.BuildIndex(cut, slow, true); err == nil {
+		t.Fatalf("BuildIndex under a 300 ms deadline = %v, nil; want an error (the build was too fast to cut: make the data larger)", built)
+	}
+	var left int
+	err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'chunks\_hnsw\_%'`).Scan(&left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d vector indexes left by the cancelled build", left)
+	}
+	if st, err := s.IndexState(ctx); err != nil || st.Index != "" {
+		t.Errorf("after the cancelled build: %+v, %v; want no index registered", st, err)
+	}
+	// The cancelled backend may take a moment to let go of the lock.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		built, err := s.BuildIndex(ctx, IndexPolicy{}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if built {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no build after the cancelled one")
+		}
+	}
 }

@@ -212,7 +212,9 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	// One snapshot for the index's list and the fresh chunks' list: a file
+	// re-embedded between the two statements would be in neither.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
@@ -250,6 +252,9 @@ type convState struct {
 	// watermark is the last write the model's vector index covers; -1
 	// when the model has no index (see index.go).
 	watermark int64
+	// covered counts the conversation's chunks of the model that the
+	// index covers.
+	covered int64
 }
 
 // conversationState reads the conversation's size and generation, the
@@ -258,7 +263,12 @@ type convState struct {
 func (s *Store) conversationState(ctx context.Context, q Query, model string, keyword bool) (convState, []term, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT chunk_count, generation FROM conversation_stats WHERE conversation_id = $1`, q.ConversationID)
-	b.Queue(`SELECT watermark FROM vector_indexes WHERE embedding_model = $1`, model)
+	b.Queue(`
+		SELECT v.watermark, coalesce(sum(f.chunk_count) FILTER (WHERE f.write_seq <= v.watermark), 0)
+		FROM vector_indexes v
+		LEFT JOIN files f ON f.conversation_id = $2 AND f.status = 'ready' AND f.embedding_model = v.embedding_model
+		WHERE v.embedding_model = $1
+		GROUP BY v.watermark`, model, q.ConversationID)
 	if keyword {
 		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
@@ -269,7 +279,7 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, ke
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
-	err = br.QueryRow().Scan(&st.watermark)
+	err = br.QueryRow().Scan(&st.watermark, &st.covered)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
@@ -383,12 +393,14 @@ const exactVectorChunks = 2000
 // rankings returns the vector ranking (up to vectorDepth chunks, most
 // similar first; none for a depth of 0) of the conversation's chunks of
 // model m, and fills in the similarity of the keyword ranking's chunks. A
-// conversation of more than exactChunks chunks is ranked through the
-// model's index for the chunks it covers and exactly for the fresh ones
-// (see index.go); a smaller one, or one whose model has no index yet,
-// exactly. The statements go to the server in one round trip.
+// conversation of which the model's index covers more than exactChunks
+// chunks is ranked through the index for those and exactly for the fresh
+// ones (see index.go); any other exactly. The statements go to the server in one round trip.
 func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth int, conv convState, exactChunks int64, iterative bool, keyword []candidate) (vector []candidate, err error) {
-	indexed := vectorDepth > 0 && conv.chunks > exactChunks && conv.watermark >= 0
+	// The index serves only a conversation of which it covers more than
+	// exactChunks chunks: for fewer, an exact scan is as fast, and a
+	// filtered index scan would look for them among the whole model's.
+	indexed := vectorDepth > 0 && conv.covered > exactChunks && conv.watermark >= 0
 	b := &pgx.Batch{}
 	settings := 0
 	if indexed {
