@@ -39,10 +39,10 @@ func BenchmarkStore(b *testing.B) {
 	for _, size := range sizes {
 		s, load := loadCorpus(b, size)
 		catchUp, bulk := indexTimes(b, s)
-		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s, files ready and searchable (%.0f chunks/s for embedding alone, %d workers); "+
+		fmt.Fprintf(&ingestion, "ingest %d chunks: %.1f s, %.0f chunks/s, files ready and searchable (%.0f chunks/s over the last fifth; %.0f chunks/s for embedding alone, %d workers); "+
 			"vector index builds in the background meanwhile: %d; the index then covered the rest in %.1f s; "+
 			"%.0f chunks/s through the index as well; the whole index built in bulk: %.0f chunks/s\n",
-			load.chunks, load.elapsed.Seconds(), float64(load.chunks)/load.elapsed.Seconds(), load.embedRate, benchWorkers,
+			load.chunks, load.elapsed.Seconds(), float64(load.chunks)/load.elapsed.Seconds(), load.tailRate, load.embedRate, benchWorkers,
 			s.IngestStats().IndexBuilds, catchUp.Seconds(), float64(load.chunks)/(load.elapsed+catchUp).Seconds(),
 			float64(load.chunks)/bulk.Seconds())
 		queries := benchQueries(200)
@@ -128,6 +128,9 @@ type loadStats struct {
 	chunks, big, small int
 	elapsed            time.Duration
 	embedRate          float64
+	// tailRate is the rate of the last fifth of the load, into a
+	// conversation already holding most of its chunks.
+	tailRate float64
 }
 
 // loadCorpus ingests files of about 100 chunks into conversation "big" until
@@ -168,6 +171,11 @@ func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 	var wg sync.WaitGroup
 	var errs collect
 	start := time.Now()
+	// When the big conversation reached four fifths of its size, and how
+	// many chunks both held then.
+	var tailOnce sync.Once
+	var tailStart time.Time
+	var tailChunks int64
 	for w := range benchWorkers {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -189,7 +197,9 @@ func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 					errs.add(err)
 					return
 				}
-				counter.Add(int64(got.ChunkCount))
+				if n := counter.Add(int64(got.ChunkCount)); counter == &big && n >= int64(size)*4/5 {
+					tailOnce.Do(func() { tailStart, tailChunks = time.Now(), n+small.Load() })
+				}
 			}
 		})
 	}
@@ -198,6 +208,7 @@ func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 	if err := errs.err(); err != nil {
 		b.Fatal(err)
 	}
+	tailRate := float64(big.Load()+small.Load()-tailChunks) / time.Since(tailStart).Seconds()
 
 	// Embedding alone, on chunk-sized texts, for comparison.
 	c := newCorpus(2)
@@ -220,6 +231,7 @@ func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 		small:     int(small.Load()),
 		elapsed:   elapsed,
 		embedRate: embedRate,
+		tailRate:  tailRate,
 	}
 }
 
