@@ -492,13 +492,20 @@ func runDelete(ctx context.Context, env *environment, args []string) error {
 	return nil
 }
 
-func runIndex(ctx context.Context, env *environment, args []string) error {
-	cfg, _, err := loadConfig(env, "index", args, nil)
+// commandStore loads the configuration of the command name from args and
+// opens its store on a current schema, logging at the configured level.
+// The caller closes the pool.
+func commandStore(ctx context.Context, env *environment, name string, args []string) (config.Config, *pgxpool.Pool, *docs.Store, error) {
+	cfg, _, err := loadConfig(env, name, args, nil)
 	if err != nil {
-		return err
+		return cfg, nil, nil, err
 	}
-	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	pool, st, err := migratedStore(ctx, cfg, log)
+	pool, st, err := migratedStore(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel))
+	return cfg, pool, st, err
+}
+
+func runIndex(ctx context.Context, env *environment, args []string) error {
+	cfg, pool, st, err := commandStore(ctx, env, "index", args)
 	if err != nil {
 		return err
 	}
@@ -537,12 +544,7 @@ func runIndex(ctx context.Context, env *environment, args []string) error {
 }
 
 func runReembed(ctx context.Context, env *environment, args []string) error {
-	cfg, _, err := loadConfig(env, "reembed", args, nil)
-	if err != nil {
-		return err
-	}
-	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	pool, st, err := migratedStore(ctx, cfg, log)
+	cfg, pool, st, err := commandStore(ctx, env, "reembed", args)
 	if err != nil {
 		return err
 	}
