@@ -86,11 +86,16 @@ func TestVectorIndexFreshChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Deleted once covered by the index, below.
+	third, err := b.Ingest(ctx, conv, "third.txt", "", []byte(prose(33, 600)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st, err = b.IndexState(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st.Fresh != int64(second.ChunkCount) || st.FreshLarge != int64(second.ChunkCount) {
-		t.Errorf("state after another file: %+v; want %d fresh chunks", st, second.ChunkCount)
+	if fresh := int64(second.ChunkCount + third.ChunkCount); st.Fresh != fresh || st.FreshLarge != fresh {
+		t.Errorf("state after two more files: %+v; want %d fresh chunks", st, fresh)
 	}
 
 	queries := []string{"replica failover latency", "cluster leader election", "database backup retention"}
@@ -162,6 +167,10 @@ func TestVectorIndexFreshChunks(t *testing.T) {
 		t.Errorf("vector indexes on chunks: %v; want only %s", names, next.Index)
 	}
 	sameAsExact("after the rebuild")
+	if err := b.DeleteFile(ctx, third.ID); err != nil {
+		t.Fatal(err)
+	}
+	sameAsExact("after deleting a covered file")
 
 	// Nothing fresh: nothing to build.
 	if built, err := b.BuildIndex(ctx, IndexPolicy{}, true); err != nil || built {
