@@ -6,9 +6,9 @@
 -- every chunk's tsvector out of line.
 --
 -- Adding a nullable column rewrites no row. Files stored before this
--- migration hold NULL: the first search of their conversation reads their
--- chunks as before and writes the postings back, or
--- Store.FillKeywordPostings writes them all at once.
+-- migration hold NULL: mcpsearch migrate writes their postings after
+-- applying it, and until then the first search of their conversation reads
+-- their chunks as before and writes the postings back.
 ALTER TABLE files ADD COLUMN keyword_postings bytea;
 
 -- Measured on a million chunks, PostgreSQL's default compression saves
