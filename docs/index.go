@@ -264,6 +264,9 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if err := dropUnused(ctx, conn, model); err != nil {
 		return false, err
 	}
+	if err := dropLegacy(ctx, conn); err != nil {
+		return false, err
+	}
 
 	start := time.Now()
 	var watermark int64
@@ -331,10 +334,15 @@ func (s *Store) dropInvalid(ctx context.Context, name string) {
 // except keep: the index a build replaced, and whatever an interrupted
 // build left behind.
 func dropIndexes(ctx context.Context, conn *pgx.Conn, prefix, keep string) error {
-	rows, err := conn.Query(ctx, `
+	return dropListed(ctx, conn, `
 		SELECT indexname FROM pg_indexes
 		WHERE schemaname = current_schema() AND tablename = 'chunks' AND starts_with(indexname, $1) AND indexname <> $2`,
 		prefix, keep)
+}
+
+// dropListed drops the indexes whose names the query lists.
+func dropListed(ctx context.Context, conn *pgx.Conn, query string, args ...any) error {
+	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		return dbError("docs: drop vector index", err)
 	}
@@ -377,6 +385,19 @@ func dropUnused(ctx context.Context, conn *pgx.Conn, model string) error {
 		}
 	}
 	return nil
+}
+
+// dropLegacy drops the vector indexes of versions before migration 007,
+// which an older binary still running beside this one may create again
+// (named chunks_hnsw_<model>_<dims>_<8 hex digits>, without a watermark):
+// they cover every chunk of their model, so each insert pays for them.
+// The names indexName gives end in a 6-hex-digit digest and a watermark,
+// which a legacy name, ending in the dimensions and a digest, cannot.
+func dropLegacy(ctx context.Context, conn *pgx.Conn) error {
+	return dropListed(ctx, conn, `
+		SELECT indexname FROM pg_indexes
+		WHERE schemaname = current_schema() AND tablename = 'chunks'
+		  AND starts_with(indexname, 'chunks_hnsw_') AND indexname !~ '_[0-9a-f]{6}_[0-9]+$'`)
 }
 
 // indexLoop checks the vector index of the embedder's model every

@@ -140,10 +140,12 @@ func TestVectorIndexFreshChunks(t *testing.T) {
 	}
 	lock.Close(ctx)
 
-	// An interrupted build's leftover carries the model's prefix.
-	leftover := indexName(emb.Model(), emb.Dimensions(), 1<<40)
-	if _, err := b.Pool().Exec(ctx, "CREATE INDEX "+pgx.Identifier{leftover}.Sanitize()+" ON chunks (id)"); err != nil {
-		t.Fatal(err)
+	// An interrupted build's leftover carries the model's prefix; an
+	// older binary's index is named without a watermark.
+	for _, name := range []string{indexName(emb.Model(), emb.Dimensions(), 1<<40), "chunks_hnsw_local_hash_v1_384_384_1b4fae1c"} {
+		if _, err := b.Pool().Exec(ctx, "CREATE INDEX "+pgx.Identifier{name}.Sanitize()+" ON chunks (id)"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if built, err := b.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
 		t.Fatalf("BuildIndex = %v, %v", built, err)
