@@ -219,7 +219,8 @@ func (s *Store) IndexState(ctx context.Context) (IndexState, error) {
 // another process is building it, when there is nothing to index, and for
 // embeddings pgvector cannot index (over 4,000 dimensions), which are
 // always ranked exactly. A build cancelled by ctx leaves the previous
-// index in use; what it left behind is dropped by the next build.
+// index in use and drops its unfinished one (failing that, the next build
+// does).
 func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) (bool, error) {
 	policy = policy.withDefaults(s.exactChunks)
 	emb := s.Embedder()
