@@ -161,21 +161,22 @@ func (c *keywordCache) get(conversationID string) *convIndex {
 }
 
 // put records ix's new size, caches it if it fits and evicts the least
-// recently used indexes beyond the budget.
-func (c *keywordCache) put(ix *convIndex, bytes int64) {
+// recently used indexes beyond the budget. It reports whether ix is
+// cached.
+func (c *keywordCache) put(ix *convIndex, bytes int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, cached := c.entries[ix.conversationID]
 	if cached && e.Value.(*convIndex) != ix {
 		// Another search built and cached an index meanwhile; keep that one.
-		return
+		return false
 	}
 	if cached {
 		c.used -= e.Value.(*convIndex).bytes
 		c.lru.MoveToFront(e)
 	} else {
 		if bytes > c.budget {
-			return
+			return false
 		}
 		e = c.lru.PushFront(ix)
 		c.entries[ix.conversationID] = e
@@ -183,6 +184,8 @@ func (c *keywordCache) put(ix *convIndex, bytes int64) {
 	ix.bytes = bytes
 	c.used += bytes
 	c.evict()
+	_, cached = c.entries[ix.conversationID]
+	return cached
 }
 
 // evict drops the least recently used indexes until the cache is within
@@ -229,10 +232,12 @@ func (c *keywordCache) usedBytes() int64 {
 }
 
 // keywordIndex returns the conversation's index at generation gen or later,
-// read-locked; the caller calls RUnlock.
+// read-locked; the caller calls RUnlock. An index too large for the cache
+// is built for the search and not kept.
 func (s *Store) keywordIndex(ctx context.Context, conversationID string, gen int64) (*convIndex, error) {
+	var ix *convIndex
 	for range 3 {
-		ix := s.keywords.get(conversationID)
+		ix = s.keywords.get(conversationID)
 		ix.mu.RLock()
 		if ix.generation >= gen {
 			return ix, nil
@@ -245,17 +250,22 @@ func (s *Store) keywordIndex(ctx context.Context, conversationID string, gen int
 		if rebuild {
 			// A file left the index: start again from an empty one.
 			s.keywords.drop(ix)
-			fresh := newConvIndex(conversationID)
-			if _, err := s.refreshIndex(ctx, fresh); err != nil {
+			ix = newConvIndex(conversationID)
+			if _, err := s.refreshIndex(ctx, ix); err != nil {
 				return nil, err
 			}
-			fresh.mu.RLock()
-			return fresh, nil
+			ix.mu.RLock()
+			return ix, nil
 		}
+		// Refreshed, whether or not the cache kept it.
+		ix.mu.RLock()
+		if ix.generation >= gen {
+			return ix, nil
+		}
+		ix.mu.RUnlock()
 	}
 	// Generations kept moving under us; the index is current as of the last
 	// refresh, which is newer than gen was.
-	ix := s.keywords.get(conversationID)
 	ix.mu.RLock()
 	return ix, nil
 }
@@ -265,30 +275,39 @@ func (s *Store) keywordIndex(ctx context.Context, conversationID string, gen int
 // when an indexed file was deleted or re-embedded, which adding cannot
 // express; ix is then left unchanged.
 func (s *Store) refreshIndex(ctx context.Context, ix *convIndex) (rebuild bool, err error) {
+	built, rebuild, err := s.refreshLocked(ctx, ix)
+	if len(built) > 0 {
+		// Written back once ix is unlocked, so that searches of the
+		// conversation do not wait for it. Not needed for this search: a
+		// failure only leaves the next build as slow as this one.
+		if _, werr := savePostings(ctx, s.pool, built); werr != nil {
+			s.log.Warn("docs: keyword postings not written back", "conversation_id", ix.conversationID, "files", len(built), "error", werr)
+		}
+	}
+	return rebuild, err
+}
+
+// refreshLocked is refreshIndex under ix's write lock; it returns the
+// postings it built from chunks' tsvectors, for files stored without.
+func (s *Store) refreshLocked(ctx context.Context, ix *convIndex) (built map[uuid.UUID][]byte, rebuild bool, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ch, err := s.readChanges(ctx, ix)
 	if err != nil || ch.rebuild || ch.current {
-		return ch.rebuild, err
+		return nil, ch.rebuild, err
 	}
 	if err := ix.appendFiles(ch.added); err != nil {
-		return false, fmt.Errorf("docs: keyword index of %q: %w", ix.conversationID, err)
+		return nil, false, fmt.Errorf("docs: keyword index of %q: %w", ix.conversationID, err)
 	}
 	ix.generation = ch.generation
-	s.keywords.put(ix, ix.memoryBytes())
-	if len(ix.segments) > 1 && !ix.compacting {
+	// An index the cache does not keep serves one search: merging it
+	// would be work for nothing.
+	if s.keywords.put(ix, ix.memoryBytes()) && len(ix.segments) > 1 && !ix.compacting {
 		ix.compacting = true
 		c := s.keywords
 		c.pending.Go(func() { c.compact(ix, s.log) })
 	}
-	if len(ch.built) > 0 {
-		// Not needed for this search: a failure only leaves the next
-		// build as slow as this one.
-		if _, err := savePostings(ctx, s.pool, ch.built); err != nil {
-			s.log.Warn("docs: keyword postings not written back", "conversation_id", ix.conversationID, "files", len(ch.built), "error", err)
-		}
-	}
-	return false, nil
+	return ch.built, false, nil
 }
 
 // compact merges ix's segments into one, which holds each lexeme once,
@@ -311,9 +330,10 @@ func (c *keywordCache) compact(ix *convIndex, log *slog.Logger) {
 		return
 	}
 	ix.segments = append([]segment{merged}, ix.segments[len(segs):]...)
-	bytes := ix.memoryBytes()
+	// Under ix's lock, as refreshIndex's put is: a refresh between the
+	// two would otherwise have its larger size overwritten.
+	c.resize(ix, ix.memoryBytes())
 	ix.mu.Unlock()
-	c.resize(ix, bytes)
 }
 
 // indexChanges is what refreshIndex reads of a conversation.
@@ -361,6 +381,7 @@ func (s *Store) readChanges(ctx context.Context, ix *convIndex) (indexChanges, e
 	if err != nil {
 		return ch, dbError("docs: keyword index", err)
 	}
+	defer rows.Close()
 	type readyFile struct {
 		id       uuid.UUID
 		model    string
@@ -1257,7 +1278,9 @@ func (ix *convIndex) top(terms []term, model string, depth int, k1, b float64) [
 				if local >= int64(f.sg.n) || doc >= int64(n) {
 					break
 				}
-				if int(ix.model[doc]) != m {
+				// A count of 0 only comes from corrupt postings: it
+				// would add nothing, and list the chunk twice.
+				if int(ix.model[doc]) != m || tf == 0 {
 					continue
 				}
 				norm := k1 * (1 - b + b*float64(ix.doclen[doc])/avgdl)

@@ -833,3 +833,31 @@ func TestKeywordIndexUnderConcurrentChanges(t *testing.T) {
 		t.Errorf("after concurrent changes the index ranks\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestKeywordIndexOverBudget searches a conversation whose index is larger
+// than the whole cache: it is built for each search and not kept, and the
+// search still ranks by it.
+func TestKeywordIndexOverBudget(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	emb, _ := embed.NewLocal(384)
+	s := openStoreWith(t, url, emb, Options{KeywordCacheBytes: 1000}, IngestOptions{Chunk: chunk.Options{Size: 300}})
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := s.Ingest(ctx, "big", fmt.Sprintf("%d.txt", i), "", []byte(prose(uint64(300+i), 2000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		hits, err := s.Search(ctx, Query{Text: "server cluster", ConversationID: "big", Mode: Keyword, TopK: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 5 {
+			t.Errorf("keyword search over an index larger than the cache: %d hits, want 5", len(hits))
+		}
+		if used := s.keywords.usedBytes(); used != 0 {
+			t.Errorf("the cache holds %d bytes, over its budget of 1000", used)
+		}
+	}
+}

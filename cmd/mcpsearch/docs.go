@@ -132,7 +132,7 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 	// no search pays for it; a later run finds none left.
 	filled, err := docs.FillKeywordPostings(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("migrate: %w", pg.Error("database", err))
+		return fmt.Errorf("migrate: %w", err)
 	}
 	if filled > 0 {
 		fmt.Fprintf(env.stdout, "wrote the keyword postings of %d files stored before them\n", filled)
