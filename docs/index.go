@@ -341,7 +341,7 @@ func dropIndexes(ctx context.Context, conn *pgx.Conn, prefix, keep string) error
 		prefix, keep)
 }
 
-// dropListed drops the indexes whose names the query lists.
+// dropListed drops the indexes whose names the statement returns.
 func dropListed(ctx context.Context, conn *pgx.Conn, query string, args ...any) error {
 	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
@@ -360,32 +360,13 @@ func dropListed(ctx context.Context, conn *pgx.Conn, query string, args ...any) 
 }
 
 // dropUnused drops the indexes of models other than model that no file
-// uses any more, as after mcpsearch reembed moved every chunk to model.
+// uses any more, as after mcpsearch reembed moved every chunk to model,
+// with their rows in vector_indexes.
 func dropUnused(ctx context.Context, conn *pgx.Conn, model string) error {
-	rows, err := conn.Query(ctx, `
-		SELECT embedding_model, index_name FROM vector_indexes v
-		WHERE embedding_model <> $1 AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model)`, model)
-	if err != nil {
-		return dbError("docs: drop vector index", err)
-	}
-	type unused struct{ model, index string }
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (unused, error) {
-		var u unused
-		err := r.Scan(&u.model, &u.index)
-		return u, err
-	})
-	if err != nil {
-		return dbError("docs: drop vector index", err)
-	}
-	for _, u := range list {
-		if _, err := conn.Exec(ctx, `DELETE FROM vector_indexes WHERE embedding_model = $1`, u.model); err != nil {
-			return dbError("docs: drop vector index", err)
-		}
-		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{u.index}.Sanitize()); err != nil {
-			return dbError("docs: drop vector index "+u.index, err)
-		}
-	}
-	return nil
+	return dropListed(ctx, conn, `
+		DELETE FROM vector_indexes v
+		WHERE embedding_model <> $1 AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model)
+		RETURNING index_name`, model)
 }
 
 // dropLegacy drops the vector indexes of versions before migration 007,
