@@ -23,13 +23,15 @@ func (dirtyEmbedder) Embed(context.Context, []string) ([][]float32, error) {
 
 func TestFailedFilesAlwaysReachFailedWithACleanReason(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
 	local, err := embed.NewLocal(384)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirty := openStore(t, url, dirtyEmbedder{local}, IngestOptions{})
-	small := openStore(t, url, local, IngestOptions{MaxTextBytes: 1000})
+	// A database each: the workers of an Ingester claim any file waiting
+	// in theirs, so a file submitted to one store could be processed by
+	// the other's.
+	dirty := openStore(t, pgtest.NewDatabase(t), dirtyEmbedder{local}, IngestOptions{})
+	small := openStore(t, pgtest.NewDatabase(t), local, IngestOptions{MaxTextBytes: 1000})
 	ctx := context.Background()
 	tests := []struct {
 		name    string
