@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/mcpsearch/mcpsearch/docs/keyword"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/migrations"
@@ -121,17 +122,17 @@ func BenchmarkBigDatabase(b *testing.B) {
 		}
 		// The merges of each index's segments, which follow its first
 		// search, are done.
-		s.keywords.pending.Wait()
+		s.keywords.Wait()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		heapBytes := float64(int64(after.HeapAlloc) - int64(before.HeapAlloc))
-		est := float64(s.keywords.usedBytes())
+		est := float64(s.keywords.UsedBytes())
 		indexed := float64(len(convs) * bigFiles * bigChunksPerFile)
 		fmt.Printf("%-8s keyword indexes of %d conversations: %.1f MiB on the heap, %.1f MiB by the cache's estimate; "+
 			"%.0f KiB per conversation of %d chunks, %.1f MiB per 100,000 chunks\n",
 			mode, len(convs), heapBytes/(1<<20), est/(1<<20), est/float64(len(convs))/(1<<10), bigFiles*bigChunksPerFile, est/indexed*100_000/(1<<20))
 		// Forget the indexes so that the next mode starts cold too.
-		s.keywords = newKeywordCache(s.Store.opts.KeywordCacheBytes)
+		s.keywords = keyword.NewCache(s.Store.opts.KeywordCacheBytes, nil)
 	}
 
 	// Vector completeness and recall@10 against an exact ranking.
@@ -297,10 +298,21 @@ func loadConversation(ctx context.Context, s *testStore, emb embed.Embedder, c *
 			return err
 		}
 		// As ingestion writes them.
-		if err := storePostings(ctx, tx, files); err != nil {
+		built, err := buildPostings(ctx, tx, files)
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO conversation_stats (conversation_id, chunk_count) VALUES ($1, $2)`, conv, n)
+		for id, p := range built {
+			if _, err := tx.Exec(ctx, `UPDATE files SET keyword_postings = $2 WHERE id = $1`, id, p); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO conversation_stats (conversation_id, chunk_count, ready_files, generation, epoch)
+			VALUES ($1, $2, $3, nextval('conversation_generation_seq'), currval('conversation_generation_seq'))`, conv, n, len(files)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO conversation_models (conversation_id, embedding_model, chunks) VALUES ($1, $2, $3)`, conv, emb.Model(), n)
 		return err
 	})
 }

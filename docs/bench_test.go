@@ -55,11 +55,11 @@ func BenchmarkStore(b *testing.B) {
 			b.Fatal(err)
 		}
 		// The first search merges the files' postings in the background.
-		s.keywords.pending.Wait()
+		s.keywords.Wait()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		fmt.Fprintf(&ingestion, "keyword index of %d chunks: %.1f MiB on the heap, %.1f MiB by the cache's estimate\n",
-			load.big, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), float64(s.keywords.usedBytes())/(1<<20))
+			load.big, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), float64(s.keywords.UsedBytes())/(1<<20))
 		for _, conv := range []struct {
 			id    string
 			label string

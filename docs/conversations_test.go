@@ -10,8 +10,9 @@ import (
 
 func TestListAndDeleteConversations(t *testing.T) {
 	t.Parallel()
-	s, _ := newStore(t, IngestOptions{})
+	s, url := newStore(t, IngestOptions{})
 	ctx := context.Background()
+	waiting := openStoreWith(t, url, s.Embedder(), Options{}, IngestOptions{PollInterval: time.Hour})
 	// Each conversation gets its files in turn, so their last uploads are
 	// ordered a, b, c from oldest to newest.
 	upload := func(conv string, seed uint64, data []byte) File {
@@ -31,9 +32,9 @@ func TestListAndDeleteConversations(t *testing.T) {
 	upload("conv-a", 33, []byte(" \n\t ")) // fails: no text
 	b1 := upload("conv-b", 34, nil)
 	c1 := upload("conv-c", 35, nil)
-	// A processing file, as one accepted and not yet processed.
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, claimed_by, claimed_until)
-		VALUES ('conv-c', 'later.txt', 'text/plain', 1, 'x', gen_random_uuid(), now() + interval '1 hour')`); err != nil {
+	// A processing file, as one accepted and not yet processed: workers
+	// of the store look for files once an hour, and start with none.
+	if _, err := waiting.Submit(ctx, "conv-c", "later.txt", "", []byte("later")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -106,10 +107,6 @@ func TestListAndDeleteConversations(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("DeleteConversation = %d, %v; want 3 files", n, err)
 	}
-	if n := countChunks(t, s.Pool(), "conversation_id = 'conv-a'"); n != 0 {
-		t.Errorf("%d chunks left", n)
-	}
-	checkStats(t, s.Pool(), "conv-a")
 	if _, err := s.GetFile(ctx, a1.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetFile of a deleted conversation's file = %v; want ErrNotFound", err)
 	}
@@ -128,7 +125,8 @@ func TestListAndDeleteConversations(t *testing.T) {
 	if err != nil || len(left) != 2 || left[0].ID != "conv-c" || left[1].ID != "conv-b" {
 		t.Errorf("after deletion ListConversations = %+v, %v; want conv-c and conv-b", left, err)
 	}
-	// The conversation can be filled again and is searchable.
+	// The conversation can be filled again at once, before its rows are
+	// purged, and is searchable.
 	again := upload("conv-a", 31, nil)
 	hits, err := s.Search(ctx, Query{Text: "zeppelin", ConversationID: "conv-a", Mode: Keyword})
 	if err != nil || len(hits) == 0 {
@@ -139,5 +137,24 @@ func TestListAndDeleteConversations(t *testing.T) {
 			t.Errorf("search after a new upload found file %s; only %s is left", h.FileID, again.ID)
 		}
 	}
+	files, err = s.ListFiles(ctx, "conv-a")
+	if err != nil || len(files) != 1 || files[0].ID != again.ID {
+		t.Errorf("ListFiles of the conversation filled again = %+v, %v; want only %s", files, err, again.ID)
+	}
+	// The purge deletes the deleted conversation's rows and nothing else.
+	if err := s.Purge(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := countChunks(t, s.Pool(), "conversation_id = 'conv-a' AND file_id <> $1", again.ID); n != 0 {
+		t.Errorf("%d chunks of the deleted conversation left after the purge", n)
+	}
+	var purges int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM conversation_purges`).Scan(&purges); err != nil || purges != 0 {
+		t.Errorf("%d purges left, %v", purges, err)
+	}
 	checkStats(t, s.Pool(), "conv-a")
+	hits, err = s.Search(ctx, Query{Text: "zeppelin", ConversationID: "conv-a", Mode: Keyword})
+	if err != nil || len(hits) == 0 || hits[0].FileID != again.ID {
+		t.Errorf("search after the purge = %+v, %v; want the new file", hits, err)
+	}
 }

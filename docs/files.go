@@ -57,9 +57,9 @@ func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, e
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+fileColumns+` FROM files
-		WHERE conversation_id = $1
-		ORDER BY created_at, id`, conversationID)
+		SELECT `+fileColumns+` FROM files f
+		WHERE f.conversation_id = $1 AND `+visible+`
+		ORDER BY f.created_at, f.id`, conversationID)
 	if err != nil {
 		return nil, dbError("docs: list files", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1`, id))
+	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f WHERE f.id = $1 AND `+visible, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return File{}, fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
 	}
@@ -98,7 +98,7 @@ func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
 		return File{}, "", err
 	}
 	var text *string
-	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, extracted_text FROM files WHERE id = $1`, id)
+	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, f.extracted_text FROM files f WHERE f.id = $1 AND `+visible, id)
 	f, err := scanFile(row, &text)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return File{}, "", fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
@@ -123,7 +123,7 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
 		       c.ordinal, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
-		WHERE c.id = $1`, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
+		WHERE c.id = $1 AND `+visible, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
 		&c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &c.CharStart, &c.CharEnd, &c.Source)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Chunk{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
@@ -143,41 +143,5 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return dbError("docs: delete file", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
-	// Locks are taken in the order ingestion takes them: the file, then
-	// conversation_stats.
-	var conversationID string
-	err = tx.QueryRow(ctx, `SELECT conversation_id FROM files WHERE id = $1 FOR UPDATE`, id).Scan(&conversationID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return dbError("docs: delete file", err)
-	}
-	for _, st := range []struct {
-		sql  string
-		args []any
-	}{
-		// The new generation makes every process drop the file from its
-		// keyword index.
-		{`UPDATE conversation_stats s
-		  SET chunk_count = s.chunk_count - d.n, generation = nextval('conversation_generation_seq')
-		  FROM (SELECT count(*) AS n FROM chunks WHERE file_id = $1) d
-		  WHERE s.conversation_id = $2 AND d.n > 0`, []any{id, conversationID}},
-		{`DELETE FROM conversation_stats WHERE conversation_id = $1 AND chunk_count <= 0`, []any{conversationID}},
-		{`DELETE FROM files WHERE id = $1`, []any{id}},
-	} {
-		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
-			return dbError("docs: delete file", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return dbError("docs: delete file", err)
-	}
-	return nil
+	return s.deleteFile(ctx, id)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/embed"
@@ -179,20 +180,48 @@ func waitFiles(t testing.TB, s *testStore, conversationID string, want int) []Fi
 	}
 }
 
-// checkStats compares the chunk count ingestion maintains with the
-// conversation's chunks.
+// checkStats compares the counters writes maintain (see writes.go) with the
+// conversation's files and chunks: its chunks, its files by status, its
+// chunks per embedding model, and no counters at all for a conversation
+// without files.
 func checkStats(t testing.TB, pool *pgxpool.Pool, conversationID string) {
 	t.Helper()
-	var kept, counted int64
-	err := pool.QueryRow(context.Background(), `
-		SELECT coalesce((SELECT chunk_count FROM conversation_stats WHERE conversation_id = $1), 0),
-		       (SELECT count(*) FROM chunks WHERE conversation_id = $1)`,
+	ctx := context.Background()
+	var kept, counted string
+	err := pool.QueryRow(ctx, `
+		SELECT coalesce((SELECT format('%s chunks, %s ready, %s processing, %s failed', chunk_count, ready_files, processing_files, failed_files)
+		                 FROM conversation_stats WHERE conversation_id = $1), 'no row'),
+		       (SELECT CASE WHEN count(*) = 0 THEN 'no row' ELSE
+		               format('%s chunks, %s ready, %s processing, %s failed',
+		                      (SELECT count(*) FROM chunks c WHERE c.file_id = ANY(array_agg(f.id))),
+		                      count(*) FILTER (WHERE status = 'ready'), count(*) FILTER (WHERE status = 'processing'),
+		                      count(*) FILTER (WHERE status = 'failed')) END
+		        FROM files f WHERE f.conversation_id = $1 AND `+visible+`)`,
 		conversationID).Scan(&kept, &counted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if kept != counted {
-		t.Errorf("conversation %s: stats say %d chunks, the table holds %d", conversationID, kept, counted)
+		t.Errorf("conversation %s: the counters say %s; the tables hold %s", conversationID, kept, counted)
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT coalesce(m.embedding_model, c.embedding_model), coalesce(m.chunks, 0), coalesce(c.n, 0)
+		FROM (SELECT * FROM conversation_models WHERE conversation_id = $1) m
+		FULL JOIN (SELECT f.embedding_model, sum(f.chunk_count) AS n FROM files f
+		           WHERE f.conversation_id = $1 AND f.status = 'ready' AND `+visible+` GROUP BY f.embedding_model) c
+		ON c.embedding_model = m.embedding_model`, conversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model string
+	var inRow, inFiles int64
+	if _, err := pgx.ForEachRow(rows, []any{&model, &inRow, &inFiles}, func() error {
+		if inRow != inFiles {
+			t.Errorf("conversation %s, model %s: the counters say %d chunks; its files hold %d", conversationID, model, inRow, inFiles)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

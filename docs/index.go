@@ -165,13 +165,13 @@ type IndexState struct {
 	Index string
 	// Watermark is the last write the index covers; -1 without an index.
 	Watermark int64
-	// Indexed and Fresh count the chunks of the model's ready files that
-	// the index covers and does not.
+	// Indexed counts the chunks the index covered when it was built, and
+	// Fresh the chunks of the model's ready files it does not cover.
 	Indexed, Fresh int64
 	// FreshLarge is the most fresh chunks of one conversation too large
 	// to be ranked exactly without the index.
 	FreshLarge int64
-	// Idle is how long ago the newest fresh file was stored.
+	// Idle is how long ago fresh chunks were last stored.
 	Idle time.Duration
 }
 
@@ -183,33 +183,47 @@ func (st IndexState) due(p IndexPolicy) bool {
 	return st.Idle >= p.Settle || st.Fresh >= st.Indexed
 }
 
-// IndexState reads the state of the vector index of the store's embedder.
+// IndexState reads the state of the vector index of the store's embedder:
+// the index's row, and the conversations holding chunks it does not cover
+// (conversation_models, through an index of those alone). Its cost grows
+// with the conversations written since the last build, not with the
+// database.
 func (s *Store) IndexState(ctx context.Context) (IndexState, error) {
 	emb := s.Embedder()
 	st := IndexState{Model: emb.Model(), Dimensions: emb.Dimensions(), Watermark: -1}
-	err := s.pool.QueryRow(ctx, `SELECT index_name, watermark FROM vector_indexes WHERE embedding_model = $1`,
-		st.Model).Scan(&st.Index, &st.Watermark)
+	err := s.pool.QueryRow(ctx, `SELECT index_name, watermark, chunk_count FROM vector_indexes WHERE embedding_model = $1`,
+		st.Model).Scan(&st.Index, &st.Watermark, &st.Indexed)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, dbError("docs: vector index", err)
 	}
 	var idle float64
 	err = s.pool.QueryRow(ctx, `
-		WITH f AS (
-			SELECT conversation_id, chunk_count, updated_at, write_seq > $2 AS fresh
-			FROM files WHERE status = 'ready' AND embedding_model = $1
-		)
-		SELECT coalesce(sum(chunk_count) FILTER (WHERE NOT fresh), 0),
-		       coalesce(sum(chunk_count) FILTER (WHERE fresh), 0),
-		       coalesce(extract(epoch FROM now() - max(updated_at) FILTER (WHERE fresh)), 0)::float8,
-		       coalesce((SELECT max(n) FROM (
-		           SELECT sum(f.chunk_count) AS n FROM f JOIN conversation_stats s USING (conversation_id)
-		           WHERE f.fresh AND s.chunk_count > $3 GROUP BY f.conversation_id) l), 0)
-		FROM f`, st.Model, st.Watermark, s.exactChunks).Scan(&st.Indexed, &st.Fresh, &idle, &st.FreshLarge)
+		SELECT coalesce(sum(chunks - covered), 0),
+		       coalesce(max(chunks - covered) FILTER (WHERE chunks > $2), 0),
+		       coalesce(extract(epoch FROM now() - max(last_write_at)), 0)::float8
+		FROM conversation_models
+		WHERE embedding_model = $1 AND chunks > covered`, st.Model, s.exactChunks).Scan(&st.Fresh, &st.FreshLarge, &idle)
 	if err != nil {
 		return st, dbError("docs: vector index", err)
 	}
 	st.Idle = time.Duration(idle * float64(time.Second))
 	return st, nil
+}
+
+// buildCandidate reports whether a conversation too large to be ranked
+// exactly has at least fresh chunks the index does not cover: the one
+// statement a server runs every few seconds to check its index, an index
+// range scan over such conversations alone.
+func (s *Store) buildCandidate(ctx context.Context, fresh int64) (bool, error) {
+	var found bool
+	err := s.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT FROM conversation_models
+			WHERE embedding_model = $1 AND chunks > covered AND chunks - covered >= $2 AND chunks > $3)`,
+		s.Embedder().Model(), fresh, s.exactChunks).Scan(&found)
+	if err != nil {
+		return false, dbError("docs: vector index", err)
+	}
+	return found, nil
 }
 
 // BuildIndex builds the vector index of the store's embedder over every
@@ -230,8 +244,13 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	}
 	// Checked through the pool first: every replica checks every few
 	// seconds, and a build is rarely due.
+	if !force {
+		if due, err := s.buildCandidate(ctx, policy.FreshChunks); err != nil || !due {
+			return false, err
+		}
+	}
 	wanted := func(st IndexState) bool {
-		return st.Indexed+st.Fresh > 0 && (st.Fresh > 0 || st.Index == "") && (force || st.due(policy))
+		return (st.Fresh > 0 || st.Index == "" && st.Indexed > 0) && (force || st.due(policy))
 	}
 	if st, err := s.IndexState(ctx); err != nil || !wanted(st) {
 		return false, err
@@ -284,7 +303,7 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'; SET statement_timeout = 0", max(policy.BuildMemory>>10, 1024))); err != nil {
 		return false, dbError("docs: build vector index", err)
 	}
-	s.log.Info("docs: building the vector index", "model", model, "index", name, "chunks", st.Indexed+st.Fresh)
+	s.log.Info("docs: building the vector index", "model", model, "index", name, "fresh_chunks", st.Fresh)
 	// Rows written while the index is built carry later write numbers
 	// than its watermark: they stay out of it, and ingestion does not wait.
 	sql := fmt.Sprintf(`CREATE INDEX CONCURRENTLY %s ON chunks USING hnsw (%s %s) WHERE embedding_model = %s AND write_seq <= %d`,
@@ -294,16 +313,11 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 		return false, dbError("docs: build vector index "+name, err)
 	}
 	took := time.Since(start)
-	if _, err := conn.Exec(ctx, `
-		INSERT INTO vector_indexes (embedding_model, dimensions, index_name, watermark, chunk_count, build_seconds)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (embedding_model) DO UPDATE
-		SET dimensions = excluded.dimensions, index_name = excluded.index_name, watermark = excluded.watermark,
-		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = now()`,
-		model, dims, name, watermark, st.Indexed+st.Fresh, took.Seconds()); err != nil {
-		return false, dbError("docs: build vector index", err)
+	covered, err := registerIndex(ctx, conn, model, dims, name, st.Watermark, watermark, took)
+	if err != nil {
+		return false, err
 	}
-	s.log.Info("docs: vector index built", "model", model, "index", name, "chunks", st.Indexed+st.Fresh, "seconds", took.Seconds())
+	s.log.Info("docs: vector index built", "model", model, "index", name, "chunks", covered, "seconds", took.Seconds())
 	// Searches that read the old watermark a moment ago rank its chunks
 	// without an index until they finish; DROP INDEX CONCURRENTLY waits
 	// for them.
@@ -311,6 +325,43 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 		return true, err
 	}
 	return true, nil
+}
+
+// registerIndex makes the index name, covering the model's chunks written
+// up to watermark, the one searches use, and counts in conversation_models
+// the chunks it covers that the previous one (up to old) did not: those of
+// the files written in between. It returns the chunks the index covers.
+func registerIndex(ctx context.Context, conn *pgx.Conn, model string, dims int, name string, old, watermark int64, took time.Duration) (int64, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, dbError("docs: build vector index", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `
+		UPDATE conversation_models m SET covered = least(m.covered + d.n, m.chunks)
+		FROM (SELECT f.conversation_id, sum(f.chunk_count) AS n FROM files f
+		      WHERE f.embedding_model = $1 AND f.status = 'ready' AND f.write_seq > $2 AND f.write_seq <= $3 AND `+visible+`
+		      GROUP BY f.conversation_id) d
+		WHERE m.conversation_id = d.conversation_id AND m.embedding_model = $1`, model, old, watermark); err != nil {
+		return 0, dbError("docs: build vector index", err)
+	}
+	var covered int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(sum(covered), 0) FROM conversation_models WHERE embedding_model = $1`, model).Scan(&covered); err != nil {
+		return 0, dbError("docs: build vector index", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO vector_indexes (embedding_model, dimensions, index_name, watermark, chunk_count, build_seconds)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (embedding_model) DO UPDATE
+		SET dimensions = excluded.dimensions, index_name = excluded.index_name, watermark = excluded.watermark,
+		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = now()`,
+		model, dims, name, watermark, covered, took.Seconds()); err != nil {
+		return 0, dbError("docs: build vector index", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, dbError("docs: build vector index", err)
+	}
+	return covered, nil
 }
 
 // dropInvalid drops what a failed concurrent build left behind, an invalid
@@ -365,7 +416,8 @@ func dropListed(ctx context.Context, conn *pgx.Conn, query string, args ...any) 
 func dropUnused(ctx context.Context, conn *pgx.Conn, model string) error {
 	return dropListed(ctx, conn, `
 		DELETE FROM vector_indexes v
-		WHERE embedding_model <> $1 AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model)
+		WHERE embedding_model <> $1
+		  AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model AND f.status = 'ready')
 		RETURNING index_name`, model)
 }
 
@@ -380,30 +432,6 @@ func dropLegacy(ctx context.Context, conn *pgx.Conn) error {
 		SELECT indexname FROM pg_indexes
 		WHERE schemaname = current_schema() AND tablename = 'chunks'
 		  AND starts_with(indexname, 'chunks_hnsw_') AND indexname !~ '_[0-9a-f]{6}_[0-9]+$'`)
-}
-
-// indexLoop checks the vector index of the embedder's model every
-// policy.Interval and builds it when it is due, until Close.
-func (in *Ingester) indexLoop() {
-	policy := in.opts.Index.withDefaults(in.st.exactChunks)
-	tick := time.NewTicker(policy.Interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-in.stop:
-			return
-		case <-tick.C:
-		}
-		start := time.Now()
-		built, err := in.st.BuildIndex(in.workCtx, policy, false)
-		if err != nil && in.workCtx.Err() == nil {
-			in.log.Warn("docs: vector index", "error", err)
-		}
-		if built {
-			in.counters.indexBuilds.Add(1)
-			in.counters.indexNanos.Add(int64(time.Since(start)))
-		}
-	}
 }
 
 // lockKey derives an advisory lock key from a name.

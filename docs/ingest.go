@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
@@ -68,9 +67,9 @@ type IngestOptions struct {
 	// extract.Limits. Together with MaxTextBytes they bound the memory a
 	// worker spends on one file.
 	MaxPDFStreamBytes, MaxPDFDecodedBytes int64
-	// Workers is the number of files processed at once in the background;
-	// zero means DefaultWorkers. Only the files being processed are held
-	// in memory.
+	// Workers is the number of files processed at once, by the background
+	// workers and by IngestAll; zero means DefaultWorkers. Only the files
+	// being processed, and those waiting to be stored, are held in memory.
 	Workers int
 	// QueueSize is how many uploads may be reserved or waiting for a
 	// worker of this Ingester before Reserve and Submit return ErrBusy;
@@ -87,8 +86,9 @@ type IngestOptions struct {
 	// expires. Zero means DefaultLease.
 	Lease time.Duration
 	// PollInterval is how often idle workers look in the database for
-	// files to resume; zero means DefaultPollInterval. Files submitted to
-	// this Ingester wake a worker at once.
+	// files to resume, and the Ingester for deleted conversations to
+	// purge; zero means DefaultPollInterval. Files submitted to this
+	// Ingester wake a worker at once.
 	PollInterval time.Duration
 	// Index says when the Ingester builds the vector index of its
 	// embedder's model in the background (see IndexPolicy).
@@ -98,24 +98,30 @@ type IngestOptions struct {
 }
 
 // Ingester runs the upload pipeline on a Store: it detects, extracts,
-// chunks and embeds files, then has the Store commit each one in one
-// transaction. Ingest does that synchronously. Submit and SubmitFile store
-// the upload's bytes in the database and leave the rest to a bounded pool
-// of background workers, which also resume the files any process left
-// processing (see SubmitFile). It is safe for concurrent use; Close stops
-// it.
+// chunks and embeds files, then stores them, several files per transaction
+// when several are ready to be stored at once. Ingest does that
+// synchronously for one file, IngestAll for many. Submit and SubmitFile
+// store the upload's bytes in the database and leave the rest to a bounded
+// pool of background workers, which also resume the files any process left
+// processing (see SubmitFile). It also purges deleted conversations and
+// builds the vector index in the background. It is safe for concurrent use;
+// Close stops it.
 type Ingester struct {
 	st   *Store
 	opts IngestOptions
 	log  *slog.Logger
 
 	// slots holds a token per upload reserved, or submitted here and not
-	// yet claimed by a worker (those are in pending): QueueSize bounds it.
-	slots     chan struct{}
+	// yet taken by a worker (those are in pending): QueueSize bounds it.
+	slots chan struct{}
+	// pending maps the files submitted here, not yet taken by a worker, to
+	// the bytes kept for it (nil when the file was too large to keep).
 	pendingMu sync.Mutex
-	pending   map[string]bool
+	pending   map[string][]byte
 	// wake tells an idle worker that a file was submitted.
 	wake chan struct{}
+
+	commits *committer
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -169,18 +175,17 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 		opts:    opts,
 		log:     opts.Logger,
 		slots:   make(chan struct{}, opts.QueueSize),
-		pending: map[string]bool{},
+		pending: map[string][]byte{},
 		wake:    make(chan struct{}, opts.Workers),
 		stop:    make(chan struct{}),
 	}
+	in.commits = newCommitter(st, in.log)
 	// Background work outlives the requests that submit it.
 	in.workCtx, in.cancelWork = context.WithCancelCause(context.Background())
 	for range opts.Workers {
 		in.workers.Go(in.work)
 	}
-	if opts.Index.Interval >= 0 {
-		in.workers.Go(in.indexLoop)
-	}
+	in.workers.Go(in.maintain)
 	return in, nil
 }
 
@@ -194,6 +199,10 @@ const (
 	// jobTimeout bounds the processing of one file; a file that exceeds it
 	// fails rather than being resumed.
 	jobTimeout = 15 * time.Minute
+	// groupFiles and groupBytes bound the files a worker reads and embeds
+	// together: small files share embedding calls and commits.
+	groupFiles = 32
+	groupBytes = 2 << 20
 )
 
 // File is an uploaded file.
@@ -228,22 +237,9 @@ type File struct {
 	UpdatedAt time.Time
 }
 
-// fileColumns is the select list scanFile reads.
-const fileColumns = `id::text, conversation_id, file_name, mime_type, sha256, status, error,
-	embedding_model, size_bytes, chunk_count, page_count, source_url, created_at, updated_at`
-
-// scanFile reads a row of fileColumns followed by the extra columns, if
-// any, into extra.
-func scanFile(row pgx.Row, extra ...any) (File, error) {
-	var f File
-	dest := []any{&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
-		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.CreatedAt, &f.UpdatedAt}
-	err := row.Scan(append(dest, extra...)...)
-	return f, err
-}
-
-// Upload is a file to store: for SubmitFile, a file the caller spooled to
-// disk, and for IngestUpload, bytes in memory or such a file.
+// Upload is a file to store: bytes in memory, or a file the caller wrote
+// (such as an upload spooled to disk with the size limit enforced as it was
+// read).
 type Upload struct {
 	ConversationID string
 	FileName       string
@@ -254,13 +250,18 @@ type Upload struct {
 	// shown with it and its search results; "" for a direct upload. At most
 	// MaxSourceLen bytes of printable UTF-8.
 	Source string
-	// Path names a file holding the bytes, such as an upload the caller
-	// streamed to a spool file with the size limit enforced as it read. Its
-	// size is checked before it is read; it is read, never modified or
+	// Path names a file holding the bytes. It is read, never modified or
 	// removed, and must not change until the call returns.
 	Path string
 	// Data holds the bytes when Path is "".
 	Data []byte
+	// SHA256 and Head, when the caller computed them as it wrote Path
+	// (the hex digest of the whole file and at least its first
+	// extract.SniffLen bytes), spare SubmitFile a read of the file before
+	// it stores it; the bytes are checked against the digest as they are
+	// stored. Ignored with Data.
+	SHA256 string
+	Head   []byte
 }
 
 // upload is a validated upload: its bytes are data, or the file at path.
@@ -277,7 +278,7 @@ type upload struct {
 
 // open returns the upload's bytes as a reader, and a function closing it.
 func (up upload) open() (io.Reader, func(), error) {
-	if up.path == "" {
+	if up.path == "" || up.data != nil {
 		return bytes.NewReader(up.data), func() {}, nil
 	}
 	f, err := os.Open(up.path)
@@ -292,15 +293,15 @@ func (up upload) open() (io.Reader, func(), error) {
 // It detects the type (ErrUnsupportedType) and checks the size (ErrTooLarge),
 // then looks for the same bytes in the conversation: a ready or processing
 // file is returned as is with Duplicate set, a failed one is processed again.
-// Otherwise it records the file as processing (visible to ListFiles at once),
-// extracts the text, chunks and embeds it, and stores the chunks, the BM25
-// statistics and the status ready in one transaction. The bytes are not
-// stored: should the process stop meanwhile, a worker later marks the file
-// failed, and uploading it again processes it again.
+// Otherwise it extracts the text, chunks and embeds it, and stores the file,
+// its chunks and its keyword postings in one transaction, possibly with
+// files other calls are storing at the same moment. Nothing of the file is
+// recorded before it is stored: should the process stop meanwhile, there is
+// nothing to clean up, and uploading it again processes it.
 //
-// When processing fails (no text, a damaged file, the embedder or database
-// failing) the file is marked failed with a readable reason and no chunk of
-// it is kept; Ingest then returns that failed File together with an error
+// When processing fails (no text, a damaged file, the embedder failing) the
+// file is recorded failed with a readable reason and no chunk of it is
+// kept; Ingest then returns that failed File together with an error
 // wrapping ErrProcessing and the cause.
 func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeType string, data []byte) (File, error) {
 	return in.IngestUpload(ctx, Upload{ConversationID: conversationID, FileName: fileName, MIMEType: mimeType, Data: data})
@@ -309,32 +310,171 @@ func (in *Ingester) Ingest(ctx context.Context, conversationID, fileName, mimeTy
 // IngestUpload is Ingest of an Upload, which may name the file's source and
 // hold its bytes in a file.
 func (in *Ingester) IngestUpload(ctx context.Context, u Upload) (File, error) {
+	var f File
+	var err error
+	done := false
+	first := true
+	ierr := in.IngestAll(ctx, func() (Upload, bool) {
+		if !first {
+			return Upload{}, false
+		}
+		first = false
+		return u, true
+	}, func(_ Upload, got File, gotErr error) {
+		f, err, done = got, gotErr, true
+	})
+	if !done {
+		return File{}, ierr
+	}
+	return f, err
+}
+
+// IngestAll ingests every upload next yields until it reports false, as
+// Ingest does, Workers files at a time, and calls done with each upload's
+// outcome as Ingest returns it, from the Ingester's goroutines, once the
+// file is stored. Small files are read, embedded and stored together, so
+// that a folder of many small files is stored at the rate of a few large
+// ones. next is called by one goroutine at a time. IngestAll returns when
+// every upload next yielded is done, or ctx ends: the uploads not yet
+// stored then get ctx's error. It returns ErrClosed after Close, and ctx's
+// error when it ended.
+func (in *Ingester) IngestAll(ctx context.Context, next func() (Upload, bool), done func(Upload, File, error)) error {
 	if in.isClosed() {
-		return File{}, fmt.Errorf("docs: ingest: %w", ErrClosed)
+		return fmt.Errorf("docs: ingest: %w", ErrClosed)
 	}
-	up, err := in.validate(u)
+	var (
+		mu       sync.Mutex
+		finished bool
+		pending  sync.WaitGroup
+		workers  sync.WaitGroup
+	)
+	// take returns the next group of uploads: up to groupFiles, stopping
+	// once they hold groupBytes (a large file goes alone).
+	take := func() []Upload {
+		mu.Lock()
+		defer mu.Unlock()
+		var group []Upload
+		var size int64
+		for !finished && len(group) < groupFiles && size < groupBytes && ctx.Err() == nil {
+			u, ok := next()
+			if !ok {
+				finished = true
+				break
+			}
+			group = append(group, u)
+			size += uploadSize(u)
+		}
+		return group
+	}
+	for range in.opts.Workers {
+		workers.Go(func() {
+			for {
+				group := take()
+				if len(group) == 0 {
+					return
+				}
+				in.ingestGroup(ctx, group, done, &pending)
+			}
+		})
+	}
+	workers.Wait()
+	pending.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// uploadSize is an upload's size as far as it is known without reading it.
+func uploadSize(u Upload) int64 {
+	if u.Path == "" {
+		return int64(len(u.Data))
+	}
+	if fi, err := os.Stat(u.Path); err == nil {
+		return fi.Size()
+	}
+	return 0
+}
+
+// ingestGroup validates, deduplicates, processes and hands to the
+// committer a group of uploads; done is called for each as it is settled,
+// pending counting those handed to the committer and not yet settled.
+func (in *Ingester) ingestGroup(ctx context.Context, group []Upload, done func(Upload, File, error), pending *sync.WaitGroup) {
+	ups := make([]upload, 0, len(group))
+	orig := make([]Upload, 0, len(group))
+	for _, u := range group {
+		up, err := in.validate(u, true)
+		if err != nil {
+			done(u, File{}, err)
+			continue
+		}
+		ups = append(ups, up)
+		orig = append(orig, u)
+	}
+	if len(ups) == 0 {
+		return
+	}
+	dups, err := in.st.duplicates(ctx, ups)
 	if err != nil {
-		return File{}, err
-	}
-	if up.path != "" {
-		// Processing needs the bytes in memory; validate checked the size.
-		if up.data, err = os.ReadFile(up.path); err != nil {
-			return File{}, fmt.Errorf("docs: read upload %s: %w", up.fileName, err)
+		for _, u := range orig {
+			done(u, File{}, err)
 		}
-		if int64(len(up.data)) != up.size {
-			return File{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, up.fileName)
+		return
+	}
+	items := make([]*commitItem, 0, len(ups))
+	var owners []Upload
+	var datas [][]byte
+	for i, up := range ups {
+		if f, ok := dups[up.conversationID+"\x00"+up.sha256]; ok {
+			done(orig[i], f, nil)
+			continue
+		}
+		items = append(items, &commitItem{up: &ups[i]})
+		owners = append(owners, orig[i])
+		datas = append(datas, up.data)
+		ups[i].data = nil
+	}
+	in.process(ctx, items, datas)
+	for i, it := range items {
+		if err := ctx.Err(); err != nil {
+			done(owners[i], File{}, fmt.Errorf("docs: ingest %s: %w", it.up.fileName, err))
+			continue
+		}
+		pending.Add(1)
+		u := owners[i]
+		start := time.Now()
+		err := in.commits.submit(it, func(it *commitItem) {
+			defer pending.Done()
+			in.settled(it, start)
+			done(u, it.out, it.result())
+		})
+		if err != nil {
+			pending.Done()
+			done(u, File{}, err)
 		}
 	}
-	c := newClaim(in.opts.Lease)
-	f, fresh, err := in.st.claim(ctx, in.st.pool, up, &c)
-	if err != nil || !fresh {
-		return f, err
+}
+
+// result is the error a caller of Ingest gets for a settled item.
+func (it *commitItem) result() error {
+	switch {
+	case it.err != nil:
+		return it.err
+	case it.failed && !it.out.Duplicate && it.cause != nil:
+		return fmt.Errorf("docs: %s: %w: %w", it.out.FileName, ErrProcessing, it.cause)
+	case it.failed && !it.out.Duplicate:
+		return fmt.Errorf("docs: %s: %w: %s", it.out.FileName, ErrProcessing, it.reason)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := in.keepLease(ctx, cancel, f.ID, c)
-	defer stop()
-	return in.process(ctx, f, c, up.data)
+	return nil
+}
+
+// settled counts a settled item in IngestStats; a file that was lost or
+// interrupted is not counted, nor a duplicate.
+func (in *Ingester) settled(it *commitItem, start time.Time) {
+	if it.err != nil || it.out.Duplicate {
+		return
+	}
+	in.counters.done(it.out, !it.failed, time.Since(start))
 }
 
 func (in *Ingester) isClosed() bool {
@@ -344,8 +484,12 @@ func (in *Ingester) isClosed() bool {
 }
 
 // validate checks an upload's arguments, size and type before anything is
-// stored, and computes its digest.
-func (in *Ingester) validate(u Upload) (upload, error) {
+// stored, and computes its digest. With load set (the upload is processed
+// here and now) the bytes of an upload in a file are read into memory,
+// once: the digest and the type come from that read. Without, the upload
+// is read once more on its way to storage; a digest and head the caller
+// gives spare the read here.
+func (in *Ingester) validate(u Upload, load bool) (upload, error) {
 	conversationID, err := CheckConversationID(u.ConversationID)
 	if err != nil {
 		return upload{}, err
@@ -369,9 +513,8 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
 	up := upload{conversationID: conversationID, fileName: fileName, source: source, path: u.Path, data: u.Data}
-	var head []byte
 	if u.Path == "" {
-		up.size, head = int64(len(u.Data)), u.Data
+		up.size = int64(len(u.Data))
 	} else {
 		fi, err := os.Stat(u.Path)
 		if err != nil {
@@ -382,33 +525,61 @@ func (in *Ingester) validate(u Upload) (upload, error) {
 	if err := in.limits().Check(up.size); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
-	r, done, err := up.open()
-	if err != nil {
-		return upload{}, err
-	}
-	defer done()
-	if u.Path != "" {
-		buf := make([]byte, extract.SniffLen)
-		n, err := io.ReadFull(r, buf)
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+	var head []byte
+	switch {
+	case u.Path == "":
+		head = u.Data
+		sum := sha256.Sum256(u.Data)
+		up.sha256 = hex.EncodeToString(sum[:])
+	case load:
+		if up.data, err = os.ReadFile(u.Path); err != nil {
 			return upload{}, fmt.Errorf("docs: read upload %s: %w", fileName, err)
 		}
-		head = buf[:n]
-		r = io.MultiReader(bytes.NewReader(head), r)
+		if int64(len(up.data)) != up.size {
+			return upload{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, fileName)
+		}
+		head = up.data
+		sum := sha256.Sum256(up.data)
+		up.sha256 = hex.EncodeToString(sum[:])
+	case u.SHA256 != "" && (len(u.Head) >= extract.SniffLen || int64(len(u.Head)) == up.size):
+		head, up.sha256 = u.Head, strings.ToLower(u.SHA256)
+	default:
+		// Hashed here, and stored from a second read that checks the
+		// digest.
+		if head, up.sha256, err = hashFile(u.Path, fileName, up.size); err != nil {
+			return upload{}, err
+		}
 	}
 	if up.mimeType, err = extract.DetectType(fileName, u.MIMEType, head); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrUnsupportedType, err))
 	}
-	h := sha256.New()
-	n, err := io.Copy(h, r)
-	if err != nil {
-		return upload{}, fmt.Errorf("docs: read upload %s: %w", fileName, err)
-	}
-	if n != up.size {
-		return upload{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, fileName)
-	}
-	up.sha256 = hex.EncodeToString(h.Sum(nil))
 	return up, nil
+}
+
+// hashFile returns the first bytes and the digest of the file at path,
+// which must be size bytes long.
+func hashFile(path, name string, size int64) ([]byte, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, extract.SniffLen)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
+	}
+	head = head[:n]
+	h := sha256.New()
+	h.Write(head)
+	m, err := io.Copy(h, f)
+	if err != nil {
+		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
+	}
+	if int64(n)+m != size {
+		return nil, "", fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, name)
+	}
+	return head, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // unprintable reports control characters and the bidirectional formatting
@@ -449,128 +620,81 @@ func CheckConversationID(id string) (string, error) {
 	return id, nil
 }
 
-// reclaimable is the condition, on a row of files, under which an upload of
-// the same bytes processes the file again rather than being its duplicate:
-// it failed, or it is processing without a live claim and without stored
-// bytes, as a synchronous Ingest leaves a file when its process stops.
-const reclaimable = `(status = 'failed' OR (status = 'processing'
-	AND (claimed_until IS NULL OR claimed_until < now())
-	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.file_id = files.id)))`
-
-// querier is a pool or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// claim records an upload as processing and reports fresh when the caller
-// must process it, under claim c when c is not nil. For bytes the
-// conversation already holds it returns that file with Duplicate set, unless
-// the file is reclaimable, in which case it is recorded for processing
-// again.
-func (s *Store) claim(ctx context.Context, q querier, up upload, c *claim) (File, bool, error) {
-	var token *string
-	var lease float64
-	if c != nil {
-		token, lease = &c.token, c.lease.Seconds()
+// duplicates returns, by conversation and digest ("conv\x00sha"), the
+// files that already hold uploads' bytes and are not to be processed
+// again, with Duplicate set: one statement for a group.
+func (s *Store) duplicates(ctx context.Context, ups []upload) (map[string]File, error) {
+	convs := make([]string, len(ups))
+	shas := make([]string, len(ups))
+	for i, up := range ups {
+		convs[i], shas[i] = up.conversationID, up.sha256
 	}
-	// Each round either inserts, reclaims or finds the row; a row deleted
-	// between those statements sends it round again.
-	for range 3 {
-		f, err := scanFile(q.QueryRow(ctx, `
-			INSERT INTO files (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, claimed_by, claimed_until)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::uuid, CASE WHEN $7::uuid IS NOT NULL THEN now() + make_interval(secs => $8) END)
-			ON CONFLICT (conversation_id, sha256) DO NOTHING
-			RETURNING `+fileColumns,
-			up.conversationID, up.fileName, up.mimeType, up.size, up.sha256, up.source, token, lease))
-		if err == nil {
-			return f, true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return File{}, false, dbError("docs: record upload", err)
-		}
-		f, err = scanFile(q.QueryRow(ctx, `
-			UPDATE files SET status = 'processing', error = '', file_name = $3, mime_type = $4, source_url = $5,
-				attempts = 0, claimed_by = $6::uuid,
-				claimed_until = CASE WHEN $6::uuid IS NOT NULL THEN now() + make_interval(secs => $7) END,
-				updated_at = now()
-			WHERE conversation_id = $1 AND sha256 = $2 AND `+reclaimable+`
-			RETURNING `+fileColumns,
-			up.conversationID, up.sha256, up.fileName, up.mimeType, up.source, token, lease))
-		if err == nil {
-			return f, true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return File{}, false, dbError("docs: record upload", err)
-		}
-		f, err = s.duplicate(ctx, q, up)
-		if err == nil {
-			return f, false, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return File{}, false, dbError("docs: record upload", err)
-		}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+fileColumns+` FROM files f
+		JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
+		WHERE NOT `+reclaimable+` AND `+visible, convs, shas)
+	if err != nil {
+		return nil, dbError("docs: look for duplicates", err)
 	}
-	return File{}, false, fmt.Errorf("docs: record upload %s: %w: the file kept changing, try again", up.fileName, ErrBusy)
-}
-
-// duplicate returns the file of the conversation holding the upload's
-// bytes, with Duplicate set, unless it is reclaimable; pgx.ErrNoRows when
-// there is none.
-func (s *Store) duplicate(ctx context.Context, q querier, up upload) (File, error) {
-	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files
-		WHERE conversation_id = $1 AND sha256 = $2 AND NOT `+reclaimable,
-		up.conversationID, up.sha256))
-	f.Duplicate = err == nil
-	return f, err
-}
-
-// process processes a claimed file and counts the outcome in IngestStats; a
-// file deleted, taken over or interrupted meanwhile is not counted.
-func (in *Ingester) process(ctx context.Context, f File, c claim, data []byte) (File, error) {
-	start := time.Now()
-	f, err := in.processFile(ctx, f, c, data)
-	if !errors.Is(err, ErrNotFound) && !errors.Is(err, errInterrupted) {
-		in.counters.done(f, err == nil, time.Since(start))
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+	if err != nil {
+		return nil, dbError("docs: look for duplicates", err)
 	}
-	return f, err
+	out := make(map[string]File, len(files))
+	for _, f := range files {
+		f.Duplicate = true
+		out[f.ConversationID+"\x00"+f.SHA256] = f
+	}
+	return out, nil
 }
 
-// processFile extracts, chunks, embeds and stores a file held under claim
-// c, or marks it failed. When the claim is interrupted (shutdown, or the
-// claim lost to another process) it records nothing and returns an error
-// wrapping errInterrupted.
-func (in *Ingester) processFile(ctx context.Context, f File, c claim, data []byte) (File, error) {
+// process extracts, chunks and embeds items, whose bytes are datas, and
+// fills in each item's result: ready with its chunks and vectors, or
+// failed with a reason. The chunks of all items are embedded together, in
+// calls of embedBatch chunks. An item whose processing ctx interrupted is
+// left with neither.
+func (in *Ingester) process(ctx context.Context, items []*commitItem, datas [][]byte) {
 	emb := in.st.Embedder()
-	doc, chunks, err := in.split(ctx, f.MIMEType, data)
-	var vecs [][]float32
-	if err == nil {
-		texts := make([]string, len(chunks))
-		for i, c := range chunks {
-			texts[i] = c.Content
+	var texts []string
+	var owners []*commitItem
+	for i, it := range items {
+		mime := it.f.MIMEType
+		if it.up != nil {
+			mime = it.up.mimeType
 		}
-		vecs, err = embedAll(ctx, emb, texts)
-	}
-	if err == nil {
-		var ready File
-		ready, err = in.st.storeFile(ctx, f, c, emb.Model(), doc, chunks, vecs)
-		if err == nil {
-			return ready, nil
+		doc, chunks, err := in.split(ctx, mime, datas[i])
+		datas[i] = nil
+		if err != nil {
+			it.fail(err)
+			continue
 		}
-		if errors.Is(err, ErrNotFound) {
-			// Deleted or taken over while processing: nothing to mark.
-			return f, err
+		it.doc, it.chunks, it.model = doc, chunks, emb.Model()
+		for _, c := range chunks {
+			texts = append(texts, c.Content)
+			owners = append(owners, it)
 		}
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) {
-		return f, fmt.Errorf("docs: %s: %w", f.FileName, cause)
+	if len(texts) == 0 {
+		return
 	}
-	reason := extract.CleanMessage(failureReason(err))
-	if failed, ok := in.st.markFailed(f, c, reason); ok {
-		f = failed
-	} else {
-		f.Status, f.Error = StatusFailed, reason
+	vecs, err := embedAll(ctx, emb, texts)
+	for i, it := range owners {
+		switch {
+		case it.failed:
+		case err != nil:
+			it.fail(err)
+		default:
+			it.vecs = append(it.vecs, vecs[i])
+		}
 	}
-	return f, fmt.Errorf("docs: %s: %w: %w", f.FileName, ErrProcessing, err)
+}
+
+// fail records err as the item's failure reason.
+func (it *commitItem) fail(err error) {
+	it.failed = true
+	it.reason = extract.CleanMessage(failureReason(err))
+	it.doc, it.chunks, it.vecs = nil, nil, nil
+	it.cause = err
 }
 
 // split extracts and chunks data, turning a panic in either into an error
@@ -635,122 +759,8 @@ func checkVectors(emb embed.Embedder, want int, vecs [][]float32) error {
 	return nil
 }
 
-// storeFile commits a processed file: status ready, its chunks and the
-// conversation's statistics and generation, in one transaction. The chunks
-// and the file carry the write's number from chunk_write_seq: the vector
-// index, built later, covers them by it (see index.go). Rows are
-// locked in the order file, conversation_stats, the same order DeleteFile
-// and Reembed use, so they cannot deadlock.
-func (s *Store) storeFile(ctx context.Context, f File, c claim, model string, doc *extract.Document, chunks []chunk.Chunk, vecs [][]float32) (File, error) {
-	pages := 0
-	for _, p := range doc.Pages {
-		if p.Number > 0 {
-			pages++
-		}
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return f, dbError("docs: store chunks", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
-	// The claim fences the write: a process that lost its claim to
-	// another stores nothing.
-	var write int64
-	ready, err := scanFile(tx.QueryRow(ctx, `
-		UPDATE files SET status = 'ready', error = '', chunk_count = $2, page_count = $3,
-			embedding_model = $4, extracted_text = $5, claimed_by = NULL, claimed_until = NULL, updated_at = now(),
-			write_seq = nextval('chunk_write_seq')
-		WHERE id = $1 AND status = 'processing' AND claimed_by = $6
-		RETURNING `+fileColumns+`, write_seq`,
-		f.ID, len(chunks), pages, model, doc.Text, c.token), &write)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("docs: store %s: %w: the file was deleted, or taken over, while it was processed", f.ID, ErrNotFound)
-	}
-	if err != nil {
-		return f, dbError("docs: store chunks", err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
-		return f, dbError("docs: store chunks", err)
-	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-		[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq"},
-		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
-			c := chunks[i]
-			return []any{f.ID, f.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, model, pgvector.NewVector(vecs[i]), write}, nil
-		}))
-	if err != nil {
-		return f, dbError("docs: store chunks", err)
-	}
-	// Derived from the chunks' tsv just written (see keyword.go).
-	if err := storeFilePostings(ctx, tx, f.ID); err != nil {
-		return f, err
-	}
-	// A new generation tells every process that its keyword index of the
-	// conversation is out of date (see keyword.go).
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO conversation_stats (conversation_id, chunk_count) VALUES ($1, $2)
-		ON CONFLICT (conversation_id) DO UPDATE
-		SET chunk_count = conversation_stats.chunk_count + excluded.chunk_count,
-		    generation = nextval('conversation_generation_seq')`,
-		f.ConversationID, len(chunks)); err != nil {
-		return f, dbError("docs: update statistics", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return f, dbError("docs: store chunks", err)
-	}
-	return ready, nil
-}
-
 // genericFailure is the reason stored when the real one cannot be.
 const genericFailure = "processing failed"
-
-// markFailed records the failure of a file held under claim c and deletes
-// its stored bytes; it reports false when that could not be recorded (the
-// file is gone or taken over, or the database is down). The reason is made
-// storable first (see extract.CleanMessage); should the database still
-// refuse it, the generic reason is stored instead, so that a file never
-// stays processing for want of a storable reason.
-func (s *Store) markFailed(f File, c claim, reason string) (File, bool) {
-	// The failure is recorded even when the caller's context has ended.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	reason = extract.CleanMessage(reason)
-	for _, r := range []string{reason, genericFailure} {
-		failed, err := s.recordFailure(ctx, f, c, r)
-		switch {
-		case err == nil:
-			return failed, true
-		case errors.Is(err, pgx.ErrNoRows):
-			return f, false
-		}
-		err = dbError("docs: record a failed file", err)
-		s.log.Error("docs: cannot record a failed file", "file_id", f.ID, "reason", r, "error", err)
-		if errors.Is(err, ErrUnavailable) {
-			return f, false
-		}
-	}
-	return f, false
-}
-
-func (s *Store) recordFailure(ctx context.Context, f File, c claim, reason string) (File, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return f, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	failed, err := scanFile(tx.QueryRow(ctx, `
-		UPDATE files SET status = 'failed', error = $2, claimed_by = NULL, claimed_until = NULL, updated_at = now()
-		WHERE id = $1 AND status = 'processing' AND claimed_by = $3
-		RETURNING `+fileColumns, f.ID, reason, c.token))
-	if err != nil {
-		return f, err
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
-		return f, err
-	}
-	return failed, tx.Commit(ctx)
-}
 
 // failureReason says why processing failed, for File.Error.
 func failureReason(err error) string {

@@ -3,11 +3,8 @@ package docs
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
+	"github.com/mcpsearch/mcpsearch/docs/keyword"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
@@ -114,7 +112,7 @@ func TestKeywordCacheBudget(t *testing.T) {
 	if _, err := probe.Search(ctx, Query{Text: "server", ConversationID: "c0", Mode: Keyword}); err != nil {
 		t.Fatal(err)
 	}
-	one := probe.keywords.usedBytes()
+	one := probe.keywords.UsedBytes()
 	if one <= 0 {
 		t.Fatalf("cached index of %d bytes", one)
 	}
@@ -136,7 +134,7 @@ func TestKeywordCacheBudget(t *testing.T) {
 			if len(got) == 0 || fmt.Sprint(hitIDs(got)) != fmt.Sprint(hitIDs(want)) {
 				t.Errorf("round %d, %s: %v; want %v", round, q.ConversationID, hitIDs(got), hitIDs(want))
 			}
-			if used := small.keywords.usedBytes(); used > 2*one+one/2 {
+			if used := small.keywords.UsedBytes(); used > 2*one+one/2 {
 				t.Errorf("cache holds %d bytes over a budget of %d", used, 2*one+one/2)
 			}
 		}
@@ -285,57 +283,6 @@ func TestPassage(t *testing.T) {
 	}
 }
 
-// TestParseTSVector compares the parser with PostgreSQL's own reading of
-// tsvectors holding quotes, backslashes, weights and no positions.
-func TestParseTSVector(t *testing.T) {
-	t.Parallel()
-	pool := openPool(t, pgtest.NewDatabase(t))
-	ctx := context.Background()
-	inputs := []string{
-		`'plain':1`,
-		`'it''s':1,3 'back\\slash':2 'weighted':4A,5B,6`,
-		`'nopos' 'x':1`,
-		`'ünïcödé':7 'a b':8`,
-		``,
-	}
-	for _, in := range inputs {
-		rows, err := pool.Query(ctx, `SELECT $1::tsvector`, pgx.QueryResultFormats{pgx.BinaryFormatCode}, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var raw []byte
-		for rows.Next() {
-			raw = slices.Clone(rows.RawValues()[0])
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows, err = pool.Query(ctx, `SELECT lexeme, greatest(cardinality(positions), 1) FROM unnest($1::tsvector)`, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]int{}
-		var lex string
-		var n int
-		if _, err := pgx.ForEachRow(rows, []any{&lex, &n}, func() error { want[lex] = n; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]int{}
-		if err := parseTSVector(raw, func(l []byte, c int) { got[string(l)] = c }); err != nil {
-			t.Fatalf("parse %q: %v", in, err)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("parse %q = %v; want %v", in, got, want)
-		}
-		// Every truncation is refused.
-		for cut := range len(raw) {
-			if err := parseTSVector(raw[:cut], func([]byte, int) {}); err == nil && cut < len(raw) && len(want) > 0 {
-				t.Errorf("parse of %q cut to %d of %d bytes succeeded", in, cut, len(raw))
-			}
-		}
-	}
-}
-
 func TestRankGoesDeeperThanTopK(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t, IngestOptions{Chunk: chunk.Options{Size: 200, Overlap: 0}})
@@ -366,177 +313,6 @@ func TestRankGoesDeeperThanTopK(t *testing.T) {
 	for _, depth := range []int{0, MaxRankDepth + 1} {
 		if _, err := s.Rank(ctx, Query{Text: "server", ConversationID: "deep"}, depth); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Rank to depth %d = %v; want ErrInvalidArgument", depth, err)
-		}
-	}
-}
-
-// encodeTSVector returns lexemes, with their numbers of positions, as a
-// tsvector in PostgreSQL's binary form (see parseTSVector).
-func encodeTSVector(lexemes map[string]int) []byte {
-	out := binary.BigEndian.AppendUint32(nil, uint32(len(lexemes)))
-	for _, lex := range slices.Sorted(maps.Keys(lexemes)) {
-		out = append(out, lex...)
-		out = append(out, 0)
-		out = binary.BigEndian.AppendUint16(out, uint16(lexemes[lex]))
-		for p := range lexemes[lex] {
-			out = binary.BigEndian.AppendUint16(out, uint16(p+1))
-		}
-	}
-	return out
-}
-
-// synthChunks returns n chunks of random lexemes from a small vocabulary,
-// some repeated, as ids and binary tsvectors.
-func synthChunks(r *rand.Rand, n int) ([]uuid.UUID, [][]byte) {
-	ids := make([]uuid.UUID, n)
-	tsvs := make([][]byte, n)
-	for i := range n {
-		ids[i] = uuid.New()
-		lexemes := map[string]int{}
-		for range r.IntN(40) {
-			lexemes[fmt.Sprintf("w%d", int(r.ExpFloat64()*30))] += 1 + r.IntN(2)
-		}
-		tsvs[i] = encodeTSVector(lexemes)
-	}
-	return ids, tsvs
-}
-
-func buildSynth(t *testing.T, ids []uuid.UUID, tsvs [][]byte) []byte {
-	t.Helper()
-	b := newPostingsBuilder()
-	for i := range ids {
-		if err := b.add(ids[i], tsvs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.bytes()
-}
-
-// TestPostingsMerge checks that an index of files' postings, searched as
-// segments or merged, all at once or one file at a time, holds the very
-// terms, and ranks as, the postings of all their chunks built as one file.
-func TestPostingsMerge(t *testing.T) {
-	t.Parallel()
-	r := rand.New(rand.NewPCG(7, 8))
-	sizes := []int{3, 1, 0, 17, 130, 2, 40}
-	var allIDs []uuid.UUID
-	var allTSVs [][]byte
-	var files []addedFile
-	for _, n := range sizes {
-		ids, tsvs := synthChunks(r, n)
-		allIDs = append(allIDs, ids...)
-		allTSVs = append(allTSVs, tsvs...)
-		seg, err := parsePostings(buildSynth(t, ids, tsvs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, addedFile{id: uuid.New(), model: "m", seg: seg})
-	}
-	one, err := parsePostings(buildSynth(t, allIDs, allTSVs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := newConvIndex("one file")
-	if err := ref.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: one}}); err != nil {
-		t.Fatal(err)
-	}
-	var queries [][]term
-	for i := range 60 {
-		queries = append(queries, []term{{fmt.Sprintf("w%d", i), 1}}, []term{{fmt.Sprintf("w%d", i), 2}, {fmt.Sprintf("w%d", i/3), 1}, {"absent", 1}})
-	}
-	check := func(name string, ix *convIndex) {
-		t.Helper()
-		if !slices.Equal(ix.ids, allIDs) || !slices.Equal(ix.doclen, ref.doclen) || ix.totalLen != ref.totalLen {
-			t.Errorf("%s: chunks differ from one build's", name)
-		}
-		for _, q := range queries {
-			got := ix.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
-			want := ref.top(q, "m", 1000, DefaultBM25K1, DefaultBM25B)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%s: %v ranks\n%v\nwant\n%v", name, q, got, want)
-			}
-		}
-		merged, err := mergeSegments(ix.segments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(merged.terms, one.terms) || !bytes.Equal(merged.blocks, one.blocks) || merged.nterms != one.nterms || merged.n != one.n {
-			t.Errorf("%s: merged %d terms in %d bytes; want %d in %d", name, merged.nterms, len(merged.terms), one.nterms, len(one.terms))
-		}
-	}
-	segmented := newConvIndex("segmented")
-	if err := segmented.appendFiles(slices.Clone(files)); err != nil {
-		t.Fatal(err)
-	}
-	if len(segmented.segments) != len(files) {
-		t.Fatalf("%d segments for %d files", len(segmented.segments), len(files))
-	}
-	check("segmented", segmented)
-	// Merged after each file, as compaction does.
-	grown := newConvIndex("grown")
-	for _, f := range files {
-		if err := grown.appendFiles([]addedFile{f}); err != nil {
-			t.Fatal(err)
-		}
-		merged, err := mergeSegments(grown.segments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grown.segments = []segment{merged}
-	}
-	check("merged file by file", grown)
-}
-
-// TestPostingsMalformed checks that postings cut short or altered are
-// refused or read, never crashing the search or the merge, and that a
-// merge refuses any cut.
-func TestPostingsMalformed(t *testing.T) {
-	t.Parallel()
-	r := rand.New(rand.NewPCG(1, 2))
-	ids, tsvs := synthChunks(r, 40)
-	good := buildSynth(t, ids, tsvs)
-	queries := [][]term{{{"w0", 1}, {"w1", 2}}, {{"w3", 1}, {"w20", 1}}}
-	// load searches b as a segment and merged, and reports whether the
-	// parse and the merge accepted it.
-	load := func(b []byte) (parsed, merged bool) {
-		t.Helper()
-		seg, err := parsePostings(b)
-		if err != nil {
-			return false, false
-		}
-		ix := newConvIndex("c")
-		if err := ix.appendFiles([]addedFile{{id: uuid.New(), model: "m", seg: seg}}); err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range queries {
-			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
-		}
-		m, err := mergeSegments(ix.segments)
-		if err != nil {
-			return true, false
-		}
-		ix.segments = []segment{m}
-		for _, q := range queries {
-			ix.top(q, "m", 10, DefaultBM25K1, DefaultBM25B)
-		}
-		return true, true
-	}
-	if _, ok := load(good); !ok {
-		t.Fatal("well-formed postings refused")
-	}
-	for cut := range len(good) {
-		if _, merged := load(good[:cut]); merged {
-			t.Fatalf("postings cut to %d of %d bytes accepted", cut, len(good))
-		}
-	}
-	if parsed, _ := load(append([]byte{postingsFormat + 1}, good[1:]...)); parsed {
-		t.Error("postings of an unknown format accepted")
-	}
-	for i := range len(good) {
-		for _, x := range []byte{0x01, 0x80, 0xff} {
-			bad := slices.Clone(good)
-			bad[i] ^= x
-			load(bad)
 		}
 	}
 }
@@ -611,14 +387,14 @@ func TestKeywordPostingsOfOlderFiles(t *testing.T) {
 	want := keywordRankings(t, a, conv, queries)
 	stored := storedPostings(t, a, conv)
 	for _, id := range files {
-		if p := stored[id]; len(p) == 0 || p[0] != postingsFormat {
+		if p := stored[id]; len(p) == 0 || p[0] != keyword.Format {
 			t.Fatalf("file %s stored without keyword postings", id)
 		}
 	}
 
 	// Files 0 and 2 as stored before the migration; file 3 as written by a
 	// newer build.
-	unknown := append([]byte{postingsFormat + 1}, stored[files[3]][1:]...)
+	unknown := append([]byte{keyword.Format + 1}, stored[files[3]][1:]...)
 	if _, err := a.Pool().Exec(ctx, `UPDATE files SET keyword_postings = NULL WHERE id = ANY($1::uuid[])`, []string{files[0], files[2]}); err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +463,11 @@ func BenchmarkStorePostings(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := storePostings(ctx, tx, []uuid.UUID{id}); err != nil {
+		built, err := buildPostings(ctx, tx, []uuid.UUID{id})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE files SET keyword_postings = $2 WHERE id = $1`, id, built[id]); err != nil {
 			b.Fatal(err)
 		}
 		if err := tx.Rollback(ctx); err != nil {
@@ -697,76 +477,6 @@ func BenchmarkStorePostings(b *testing.B) {
 	perChunk := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(f.ChunkCount)
 	b.ReportMetric(perChunk/1e3, "µs/chunk")
 	b.ReportMetric(float64(f.ChunkCount), "chunks/file")
-}
-
-// BenchmarkKeywordIndex measures, in process, a first search of a
-// conversation of ten 100-chunk files (its files' postings parsed and
-// searched as segments), and the merge of those segments that follows it
-// off the search path:
-//
-//	go test -run '^$' -bench BenchmarkKeywordIndex ./docs/
-func BenchmarkKeywordIndex(b *testing.B) {
-	c := newCorpus(4)
-	var blobs [][]byte
-	for range 10 {
-		bld := newPostingsBuilder()
-		for range 100 {
-			lexemes := map[string]int{}
-			for _, w := range strings.Fields(c.text(150)) {
-				lexemes[strings.ToLower(w)]++
-			}
-			if err := bld.add(uuid.New(), encodeTSVector(lexemes)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		blobs = append(blobs, bld.bytes())
-	}
-	queries := benchQueries(20)
-	terms := make([][]term, len(queries))
-	for i, q := range queries {
-		for _, w := range strings.Fields(q) {
-			terms[i] = append(terms[i], term{strings.ToLower(w), 1})
-		}
-	}
-	build := func(b *testing.B) *convIndex {
-		ix := newConvIndex("c")
-		files := make([]addedFile, len(blobs))
-		for i, p := range blobs {
-			seg, err := parsePostings(p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			files[i] = addedFile{id: uuid.New(), model: "m", seg: seg}
-		}
-		if err := ix.appendFiles(files); err != nil {
-			b.Fatal(err)
-		}
-		return ix
-	}
-	b.Run("first-search", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			build(b).top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
-		}
-	})
-	b.Run("merge", func(b *testing.B) {
-		ix := build(b)
-		for b.Loop() {
-			if _, err := mergeSegments(ix.segments); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("search-merged", func(b *testing.B) {
-		ix := build(b)
-		m, err := mergeSegments(ix.segments)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ix.segments = []segment{m}
-		for i := 0; b.Loop(); i++ {
-			ix.top(terms[i%len(terms)], "m", 20, DefaultBM25K1, DefaultBM25B)
-		}
-	})
 }
 
 // TestKeywordIndexUnderConcurrentChanges searches a conversation from
@@ -827,7 +537,7 @@ func TestKeywordIndexUnderConcurrentChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.keywords.pending.Wait()
+	s.keywords.Wait()
 	fresh := openStore(t, url, emb, IngestOptions{})
 	if got, want := keywordRankings(t, s, conv, queries), keywordRankings(t, fresh, conv, queries); got != want {
 		t.Errorf("after concurrent changes the index ranks\n%s\nwant\n%s", got, want)
@@ -856,7 +566,7 @@ func TestKeywordIndexOverBudget(t *testing.T) {
 		if len(hits) != 5 {
 			t.Errorf("keyword search over an index larger than the cache: %d hits, want 5", len(hits))
 		}
-		if used := s.keywords.usedBytes(); used != 0 {
+		if used := s.keywords.UsedBytes(); used != 0 {
 			t.Errorf("the cache holds %d bytes, over its budget of 1000", used)
 		}
 	}

@@ -61,7 +61,7 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 		FROM chunks h
 		JOIN chunks c ON c.file_id = h.file_id AND c.ordinal BETWEEN h.ordinal - $2 AND h.ordinal + $3
 		JOIN files f ON f.id = c.file_id
-		WHERE h.id = $1
+		WHERE h.id = $1 AND `+visible+`
 		ORDER BY c.ordinal`, id, before, after)
 	if err != nil {
 		return Passage{}, dbError("docs: passage", err)

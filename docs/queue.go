@@ -2,11 +2,8 @@ package docs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -22,12 +19,15 @@ import (
 //     body, so that a full queue is answered before anything is read.
 //   - SubmitFile stores the bytes, streamed from the caller's spool file in
 //     pieces, and the file row "processing", in one transaction; the upload
-//     is accepted only once that has committed.
-//   - Workers claim the oldest processing file without a live claim (FOR
-//     UPDATE SKIP LOCKED), renew the claim's lease while they work, read the
-//     bytes back, and store the outcome only while the claim is still
-//     theirs. Files left by a process that stopped, this one or another
-//     replica, are claimed again once their lease has expired.
+//     is accepted only once that has committed. The bytes of a small
+//     upload are also kept in memory for this process's workers.
+//   - Workers claim the oldest processing files without a live claim (FOR
+//     UPDATE SKIP LOCKED), several small ones at a time, renew the claim's
+//     lease while they work, read the bytes back unless this process kept
+//     them, process the files together and store the outcomes through the
+//     committer only while the claim is still theirs. Files left by a
+//     process that stopped, this one or another replica, are claimed again
+//     once their lease has expired.
 //   - Close interrupts the files still running after its bound and releases
 //     their claims, so the next process resumes them.
 
@@ -43,6 +43,10 @@ const (
 	// releaseTimeout bounds the statements that give up a claim at
 	// shutdown.
 	releaseTimeout = 5 * time.Second
+	// claimFiles and claimBytes bound what a worker claims at once: small
+	// files come in groups, a large one alone.
+	claimMaxFiles = groupFiles
+	claimBytes    = groupBytes
 )
 
 // Causes of an interrupted file: it is left processing, to be resumed.
@@ -52,7 +56,7 @@ var (
 	errLeaseLost   = fmt.Errorf("%w: the file was deleted or claimed by another process", errInterrupted)
 )
 
-// claim is a process's hold on a file being processed: its token is stored
+// claim is a process's hold on files being processed: its token is stored
 // in files.claimed_by, and its lease in files.claimed_until.
 type claim struct {
 	token string
@@ -93,16 +97,19 @@ func (in *Ingester) Reserve() (*Ticket, error) {
 // Release gives the ticket's slot back. It does nothing once the ticket was
 // released or given to SubmitFile, so a caller may defer it.
 func (t *Ticket) Release() {
-	if t != nil && t.used.CompareAndSwap(false, true) {
-		<-t.in.slots
+	if t.take(t.in) {
+		t.in.freeSlot()
 	}
 }
 
-// take hands the ticket's slot to SubmitFile; false means it was already
-// used.
+// take hands the ticket's slot over; false means it was already used or
+// released, or is another Ingester's.
 func (t *Ticket) take(in *Ingester) bool {
 	return t != nil && t.in == in && t.used.CompareAndSwap(false, true)
 }
+
+// freeSlot gives back the slot of a ticket taken.
+func (in *Ingester) freeSlot() { <-in.slots }
 
 // Submit validates a file like Ingest and queues it for the background
 // workers as SubmitFile does, taking a slot itself. The same bytes already
@@ -118,7 +125,7 @@ func (in *Ingester) SubmitUpload(ctx context.Context, u Upload) (File, error) {
 	if in.isClosed() {
 		return File{}, fmt.Errorf("docs: submit: %w", ErrClosed)
 	}
-	up, err := in.validate(u)
+	up, err := in.validate(u, false)
 	if err != nil {
 		return File{}, err
 	}
@@ -133,7 +140,7 @@ func (in *Ingester) SubmitUpload(ctx context.Context, u Upload) (File, error) {
 	if err != nil {
 		return File{}, fmt.Errorf("docs: submit %s: %w", up.fileName, err)
 	}
-	t.used.Store(true)
+	t.take(in)
 	return in.enqueue(ctx, up)
 }
 
@@ -157,12 +164,12 @@ func (in *Ingester) SubmitFile(ctx context.Context, t *Ticket, u Upload) (File, 
 		return File{}, fmt.Errorf("docs: submit: %w: the ticket was already used or released, or comes from another ingester", ErrInvalidArgument)
 	}
 	if in.isClosed() {
-		<-in.slots
+		in.freeSlot()
 		return File{}, fmt.Errorf("docs: submit: %w", ErrClosed)
 	}
-	up, err := in.validate(u)
+	up, err := in.validate(u, false)
 	if err != nil {
-		<-in.slots
+		in.freeSlot()
 		return File{}, err
 	}
 	return in.enqueue(ctx, up)
@@ -171,89 +178,19 @@ func (in *Ingester) SubmitFile(ctx context.Context, t *Ticket, u Upload) (File, 
 // enqueue stores a validated upload holding a slot and queues it; the slot
 // is given back unless the file is queued.
 func (in *Ingester) enqueue(ctx context.Context, up upload) (File, error) {
-	queued := false
-	defer func() {
-		if !queued {
-			<-in.slots
-		}
-	}()
-	f, fresh, err := in.st.storeUpload(ctx, up)
+	f, fresh, kept, err := in.st.storeUpload(ctx, up)
 	if err != nil || !fresh {
+		in.freeSlot()
 		return f, err
 	}
 	in.pendingMu.Lock()
-	in.pending[f.ID] = true
+	in.pending[f.ID] = kept
 	in.pendingMu.Unlock()
-	queued = true
 	select {
 	case in.wake <- struct{}{}:
 	default:
 	}
 	return f, nil
-}
-
-// storeUpload records an upload as processing together with its bytes, in
-// one transaction, and reports fresh when it must be processed; a
-// duplicate stores nothing.
-func (s *Store) storeUpload(ctx context.Context, up upload) (File, bool, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return File{}, false, dbError("docs: record upload", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	f, fresh, err := s.claim(ctx, tx, up, nil)
-	if err != nil || !fresh {
-		return f, false, err
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
-		return File{}, false, dbError("docs: store upload", err)
-	}
-	r, done, err := up.open()
-	if err != nil {
-		return File{}, false, err
-	}
-	defer done()
-	// The digest is taken again as the bytes go out: a spool file changed
-	// since validation must not be stored under another file's digest.
-	h := sha256.New()
-	r = io.TeeReader(r, h)
-	buf := make([]byte, pieceBytes)
-	var seq int
-	var total int64
-	var readErr error
-	// CopyFrom encodes each row before asking for the next, so one buffer
-	// serves every piece.
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"file_id", "seq", "data"},
-		pgx.CopyFromFunc(func() ([]any, error) {
-			n, err := io.ReadFull(r, buf)
-			if n == 0 {
-				if !errors.Is(err, io.EOF) {
-					readErr = err
-					return nil, err
-				}
-				return nil, nil
-			}
-			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-				readErr = err
-				return nil, err
-			}
-			seq++
-			total += int64(n)
-			return []any{f.ID, seq - 1, buf[:n]}, nil
-		}))
-	if readErr != nil {
-		return File{}, false, fmt.Errorf("docs: read upload %s: %w", up.fileName, readErr)
-	}
-	if err != nil {
-		return File{}, false, dbError("docs: store upload", err)
-	}
-	if total != up.size || hex.EncodeToString(h.Sum(nil)) != up.sha256 {
-		return File{}, false, fmt.Errorf("docs: %w: upload %s changed while it was stored", ErrInvalidArgument, up.fileName)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return File{}, false, dbError("docs: store upload", err)
-	}
-	return f, true, nil
 }
 
 // work claims and processes files until Close.
@@ -267,20 +204,20 @@ func (in *Ingester) work() {
 		default:
 		}
 		c := newClaim(in.opts.Lease)
-		f, attempts, err := in.st.claimNext(in.workCtx, c)
-		if err == nil {
-			in.started(f.ID)
+		files, attempts, err := in.st.claimFiles(in.workCtx, c, claimMaxFiles, claimBytes)
+		if err == nil && len(files) > 0 {
+			kept := in.started(files)
 			select {
 			case <-in.stop:
-				// Claimed as Close began: leave it to the next process.
-				in.st.releaseClaim(f, c)
+				// Claimed as Close began: leave them to the next process.
+				in.st.releaseClaim(c, nil)
 				return
 			default:
 			}
-			in.run(f, c, attempts)
+			in.run(files, attempts, kept, c)
 			continue
 		}
-		if !errors.Is(err, pgx.ErrNoRows) && in.workCtx.Err() == nil {
+		if err != nil && in.workCtx.Err() == nil {
 			in.log.Warn("docs: looking for files to process", "error", err)
 		}
 		in.reconcile()
@@ -294,15 +231,22 @@ func (in *Ingester) work() {
 	}
 }
 
-// started gives back the slot of a file submitted here once a worker has
-// it.
-func (in *Ingester) started(id string) {
+// started gives back the slots of the files submitted here that a worker
+// now has, and returns the bytes kept for them.
+func (in *Ingester) started(files []File) map[string][]byte {
 	in.pendingMu.Lock()
 	defer in.pendingMu.Unlock()
-	if in.pending[id] {
-		delete(in.pending, id)
-		<-in.slots
+	kept := map[string][]byte{}
+	for _, f := range files {
+		if data, ok := in.pending[f.ID]; ok {
+			delete(in.pending, f.ID)
+			in.freeSlot()
+			if data != nil {
+				kept[f.ID] = data
+			}
+		}
 	}
+	return kept
 }
 
 // reconcile gives back the slots of files submitted here that another
@@ -331,86 +275,119 @@ func (in *Ingester) reconcile() {
 	for _, id := range waiting {
 		still[id] = true
 	}
+	var gone []File
 	for _, id := range ids {
 		if !still[id] {
-			in.started(id)
+			gone = append(gone, File{ID: id})
 		}
 	}
+	in.started(gone)
 }
 
-// claimNext claims the oldest processing file without a live claim and
-// returns it with the number of times it has been claimed, this one
-// included; pgx.ErrNoRows when there is none.
-func (s *Store) claimNext(ctx context.Context, c claim) (File, int, error) {
-	var attempts int
-	f, err := scanFile(s.pool.QueryRow(ctx, `
-		UPDATE files SET claimed_by = $1, claimed_until = now() + make_interval(secs => $2), attempts = attempts + 1
-		WHERE id = (
-			SELECT id FROM files
-			WHERE status = 'processing' AND (claimed_until IS NULL OR claimed_until < now())
-			ORDER BY created_at, id
-			LIMIT 1
-			FOR UPDATE SKIP LOCKED)
-		RETURNING `+fileColumns+`, attempts`, c.token, c.lease.Seconds()), &attempts)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return f, 0, dbError("docs: claim a file", err)
-	}
-	return f, attempts, err
-}
-
-// run processes a claimed file, renewing its lease meanwhile. Interrupted
-// by Close, it releases the claim instead of recording an outcome.
-func (in *Ingester) run(f File, c claim, attempts int) {
-	if attempts > maxAttempts {
-		reason := fmt.Sprintf("processing stopped %d times before it finished (the server restarted or ran out of memory); upload the file again, or a smaller one", attempts-1)
-		in.st.markFailed(f, c, reason)
-		in.counters.done(f, false, 0)
-		in.log.Warn("docs: file failed after repeated interruptions", "file_id", f.ID, "file_name", f.FileName, "attempts", attempts-1)
-		return
-	}
+// run processes files held under claim c, renewing its lease meanwhile,
+// and waits until their outcomes are stored. Interrupted by Close, it
+// releases the claim on the files it could not finish instead.
+func (in *Ingester) run(files []File, attempts []int, kept map[string][]byte, c claim) {
 	ctx, cancel := context.WithCancelCause(in.workCtx)
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeout(ctx, jobTimeout)
 	defer cancelTimeout()
-	stop := in.keepLease(ctx, cancel, f.ID, c)
-	data, err := in.st.loadBytes(ctx, f)
-	if err != nil && context.Cause(ctx) == nil {
-		// Without its bytes the file cannot be processed; a database
-		// outage is worth another attempt, missing bytes are not.
-		if errors.Is(err, ErrUnavailable) {
-			stop()
-			in.st.releaseClaim(f, c)
-			in.log.Warn("docs: cannot read a file's bytes", "file_id", f.ID, "error", err)
-			return
+	stop := in.keepLease(ctx, cancel, c, len(files))
+	defer stop()
+
+	items := make([]*commitItem, 0, len(files))
+	var datas [][]byte
+	var missing []string
+	for i, f := range files {
+		it := &commitItem{f: f, c: c}
+		if attempts[i] > maxAttempts {
+			it.failed = true
+			it.reason = fmt.Sprintf("processing stopped %d times before it finished (the server restarted or ran out of memory); upload the file again, or a smaller one", attempts[i]-1)
+			in.log.Warn("docs: file failed after repeated interruptions", "file_id", f.ID, "file_name", f.FileName, "attempts", attempts[i]-1)
+			in.settle(it)
+			continue
 		}
-		in.st.markFailed(f, c, err.Error())
-		in.counters.done(f, false, 0)
+		if _, ok := kept[f.ID]; !ok {
+			missing = append(missing, f.ID)
+		}
+		items = append(items, it)
+	}
+	loaded, err := in.st.loadBytes(ctx, files, missing)
+	if err != nil && context.Cause(ctx) == nil {
+		// A database outage is worth another attempt: the files are
+		// left to the next claim.
+		in.log.Warn("docs: cannot read the bytes of files", "files", len(missing), "error", err)
 		stop()
+		in.st.releaseClaim(c, nil)
 		return
 	}
-	if err == nil {
-		f, err = in.process(ctx, f, c, data)
+	var todo []*commitItem
+	for _, it := range items {
+		data, ok := kept[it.f.ID]
+		if !ok {
+			data, ok = loaded[it.f.ID]
+		}
+		if !ok {
+			it.failed = true
+			it.reason = "the uploaded bytes were not kept (the server stopped while the file was processed); upload the file again"
+			in.settle(it)
+			continue
+		}
+		todo = append(todo, it)
+		datas = append(datas, data)
 	}
-	data = nil
+	start := time.Now()
+	in.process(ctx, todo, datas)
+	datas = nil
+	if context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), errInterrupted) {
+		stop()
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			in.st.releaseClaim(c, nil)
+			in.log.Info("docs: files interrupted by shutdown, left to resume", "files", len(todo))
+		} else {
+			in.log.Warn("docs: files deleted or claimed elsewhere while processed", "files", len(todo))
+		}
+		return
+	}
+	for _, it := range todo {
+		if err := in.commits.commit(it); err != nil {
+			// Closed meanwhile: the claim is released below.
+			continue
+		}
+		in.settled(it, start)
+		in.logOutcome(it)
+	}
 	stop()
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errShutdown):
-		in.st.releaseClaim(f, c)
-		in.log.Info("docs: file interrupted by shutdown, left to resume", "file_id", f.ID, "file_name", f.FileName)
-	case errors.Is(cause, errLeaseLost):
-		in.log.Warn("docs: file deleted or claimed elsewhere while processed", "file_id", f.ID, "file_name", f.FileName)
-	case err != nil:
-		in.log.Warn("docs: processing failed", "file_id", f.ID, "file_name", f.FileName, "error", err)
-	default:
-		in.log.Info("docs: file ready", "file_id", f.ID, "file_name", f.FileName, "chunks", f.ChunkCount)
+	// Whatever the claim still holds (a commit refused at shutdown) is
+	// left for the next process.
+	in.st.releaseClaim(c, nil)
+}
+
+// settle stores a failure found before processing, through the committer.
+func (in *Ingester) settle(it *commitItem) {
+	if err := in.commits.commit(it); err == nil {
+		in.counters.done(it.f, false, 0)
 	}
 }
 
-// keepLease renews claim c on file id every third of its lease until the
-// returned function is called, which waits for the renewal to stop. When
-// the file turns out deleted or claimed by another process, it cancels
-// ctx with errLeaseLost.
-func (in *Ingester) keepLease(ctx context.Context, cancel context.CancelCauseFunc, id string, c claim) (stop func()) {
+func (in *Ingester) logOutcome(it *commitItem) {
+	switch {
+	case errors.Is(it.err, ErrNotFound):
+		in.log.Warn("docs: file deleted or claimed elsewhere while processed", "file_id", it.f.ID, "file_name", it.f.FileName)
+	case it.err != nil:
+		in.log.Warn("docs: cannot store a processed file", "file_id", it.f.ID, "file_name", it.f.FileName, "error", it.err)
+	case it.failed:
+		in.log.Warn("docs: processing failed", "file_id", it.f.ID, "file_name", it.f.FileName, "error", it.reason)
+	default:
+		in.log.Info("docs: file ready", "file_id", it.f.ID, "file_name", it.f.FileName, "chunks", it.out.ChunkCount)
+	}
+}
+
+// keepLease renews claim c every third of its lease until the returned
+// function is called, which waits for the renewal to stop. When the claim
+// holds none of its files any more (deleted, or claimed by another
+// process), it cancels ctx with errLeaseLost.
+func (in *Ingester) keepLease(ctx context.Context, cancel context.CancelCauseFunc, c claim, files int) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
@@ -425,17 +402,15 @@ func (in *Ingester) keepLease(ctx context.Context, cancel context.CancelCauseFun
 				return
 			case <-t.C:
 			}
-			tag, err := in.st.pool.Exec(ctx, `
-				UPDATE files SET claimed_until = now() + make_interval(secs => $3)
-				WHERE id = $1 AND status = 'processing' AND claimed_by = $2`, id, c.token, c.lease.Seconds())
+			held, err := in.st.renewClaim(ctx, c)
 			switch {
 			case err != nil:
 				// The next tick tries again; should the lease run out
 				// meanwhile, the final write is fenced by the claim.
 				if ctx.Err() == nil {
-					in.log.Warn("docs: cannot renew a file's lease", "file_id", id, "error", err)
+					in.log.Warn("docs: cannot renew a claim", "files", files, "error", err)
 				}
-			case tag.RowsAffected() == 0:
+			case held == 0:
 				cancel(errLeaseLost)
 				return
 			}
@@ -451,50 +426,55 @@ func (in *Ingester) keepLease(ctx context.Context, cancel context.CancelCauseFun
 	}
 }
 
-// loadBytes reads a file's stored bytes.
-func (s *Store) loadBytes(ctx context.Context, f File) ([]byte, error) {
-	rows, err := s.pool.Query(ctx, `SELECT data FROM file_bytes WHERE file_id = $1 ORDER BY seq`, f.ID)
+// loadBytes reads the stored bytes of the files ids, among files, in one
+// statement, and returns those whose bytes are all there.
+func (s *Store) loadBytes(ctx context.Context, files []File, ids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	size := map[string]int64{}
+	for _, f := range files {
+		size[f.ID] = f.SizeBytes
+	}
+	rows, err := s.pool.Query(ctx, `SELECT file_id::text, data FROM file_bytes WHERE file_id = ANY($1::uuid[]) ORDER BY file_id, seq`,
+		pgx.QueryResultFormats{pgx.TextFormatCode, pgx.BinaryFormatCode}, ids)
 	if err != nil {
-		return nil, dbError("docs: read upload", err)
+		return nil, dbError("docs: read uploads", err)
 	}
 	defer rows.Close()
-	data := make([]byte, 0, f.SizeBytes)
+	var id string
 	for rows.Next() {
+		if err := rows.Scan(&id, nil); err != nil {
+			return nil, dbError("docs: read uploads", err)
+		}
+		data, ok := out[id]
+		if !ok {
+			data = make([]byte, 0, size[id])
+		}
 		// RawValues avoids a copy per piece; it is appended at once.
-		data = append(data, rows.RawValues()[0]...)
+		out[id] = append(data, rows.RawValues()[1]...)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbError("docs: read upload", err)
+		return nil, dbError("docs: read uploads", err)
 	}
-	if int64(len(data)) != f.SizeBytes || (f.SizeBytes > 0 && len(data) == 0) {
-		return nil, errors.New("the uploaded bytes were not kept (the server stopped while the file was processed); upload the file again")
+	for id, data := range out {
+		if int64(len(data)) != size[id] {
+			delete(out, id)
+		}
 	}
-	return data, nil
+	return out, nil
 }
 
-// releaseClaim gives up claim c on a file, leaving it processing for any
-// process to resume; the interrupted attempt is not counted.
-func (s *Store) releaseClaim(f File, c claim) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	_, err := s.pool.Exec(ctx, `
-		UPDATE files SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
-		WHERE id = $1 AND status = 'processing' AND claimed_by = $2`, f.ID, c.token)
-	if err != nil {
-		// The lease then expires on its own and the file is resumed later.
-		s.log.Warn("docs: cannot release a file's claim", "file_id", f.ID, "error", err)
-	}
-}
-
-// Close stops the Ingester: Reserve, Submit, SubmitFile and Ingest return
-// ErrClosed, and workers claim no new file. It waits up to
+// Close stops the Ingester: Reserve, Submit, SubmitFile, Ingest and
+// IngestAll return ErrClosed, and workers claim no new file. It waits up to
 // IngestOptions.ShutdownTimeout (default 5 s) for the files being
 // processed, then interrupts the rest and releases their claims, which
-// takes at most a few seconds more (one statement per file, bounded by
-// 5 s). Interrupted and waiting files are not failed: they stay
-// processing, with their bytes, and the next Ingester on the database
-// resumes them. A synchronous Ingest in progress is not waited for. Close
-// does not close the Store's pool. Calls after the first return at once.
+// takes at most a few seconds more (bounded by 5 s). Interrupted and
+// waiting files are not failed: they stay processing, with their bytes,
+// and the next Ingester on the database resumes them. Files already
+// processed are stored before Close returns. Close does not close the
+// Store's pool. Calls after the first return at once.
 func (in *Ingester) Close() {
 	in.closeOnce.Do(func() {
 		in.closeMu.Lock()
@@ -517,5 +497,6 @@ func (in *Ingester) Close() {
 			<-done
 		}
 		in.cancelWork(errShutdown)
+		in.commits.close()
 	})
 }

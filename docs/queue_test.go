@@ -148,7 +148,7 @@ func TestReserveAndSubmitFile(t *testing.T) {
 
 // trackingEmbedder counts, per text, the Embed calls made and those in
 // progress at once; files in these tests are one chunk, so a text stands
-// for a file.
+// for a file (a call may embed several files together).
 type trackingEmbedder struct {
 	embed.Embedder
 	mu      sync.Mutex
@@ -158,19 +158,22 @@ type trackingEmbedder struct {
 }
 
 func (e *trackingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	key := texts[0]
 	e.mu.Lock()
-	e.active[key]++
-	e.calls[key]++
-	if e.active[key] > 1 {
-		e.overlap = append(e.overlap, key)
+	for _, key := range texts {
+		e.active[key]++
+		e.calls[key]++
+		if e.active[key] > 1 {
+			e.overlap = append(e.overlap, key)
+		}
 	}
 	e.mu.Unlock()
 	// Long enough for another worker to try the same file meanwhile.
 	time.Sleep(5 * time.Millisecond)
 	defer func() {
 		e.mu.Lock()
-		e.active[key]--
+		for _, key := range texts {
+			e.active[key]--
+		}
 		e.mu.Unlock()
 	}()
 	return e.Embedder.Embed(ctx, texts)

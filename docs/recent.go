@@ -14,9 +14,9 @@ func (s *Store) RecentFiles(ctx context.Context, conversations []string, limit i
 		return []File{}, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+fileColumns+` FROM files
-		WHERE status = 'ready' AND ($1::text[] IS NULL OR conversation_id = ANY($1))
-		ORDER BY created_at DESC, id
+		SELECT `+fileColumns+` FROM files f
+		WHERE f.status = 'ready' AND ($1::text[] IS NULL OR f.conversation_id = ANY($1)) AND `+visible+`
+		ORDER BY f.created_at DESC, f.id
 		LIMIT $2`, conversations, limit)
 	if err != nil {
 		return nil, dbError("docs: recent files", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/mcpsearch/mcpsearch/embed"
 )
@@ -75,9 +74,9 @@ type pendingFile struct {
 // filesNotOn lists the ready files whose chunks are not embedded by model.
 func (s *Store) filesNotOn(ctx context.Context, model string) ([]pendingFile, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id::text, chunk_count FROM files
-		WHERE status = 'ready' AND embedding_model <> $1
-		ORDER BY created_at, id`, model)
+		SELECT f.id::text, f.chunk_count FROM files f
+		WHERE f.status = 'ready' AND f.embedding_model <> $1 AND `+visible+`
+		ORDER BY f.created_at, f.id`, model)
 	if err != nil {
 		return nil, dbError("docs: reembed", err)
 	}
@@ -116,49 +115,9 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	if err != nil {
 		return err
 	}
-
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return dbError("store vectors", err)
+	ids := make([]string, len(chunks))
+	for i, c := range chunks {
+		ids[i] = c.id
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The file row is locked first, as DeleteFile locks it, so the two
-	// cannot deadlock. A file deleted meanwhile has nothing left to move.
-	// The moved chunks are a new write: fresh for the new model's vector
-	// index until its next build (see index.go).
-	var conversationID string
-	var write int64
-	err = tx.QueryRow(ctx, `UPDATE files SET embedding_model = $2, updated_at = now(), write_seq = nextval('chunk_write_seq')
-		WHERE id = $1 AND status = 'ready'
-		RETURNING conversation_id, write_seq`, fileID, to.Model()).Scan(&conversationID, &write)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return dbError("store vectors", err)
-	}
-	// Keyword indexes rank the chunks of the current model only: the file
-	// changes model for them too.
-	if _, err := tx.Exec(ctx, `UPDATE conversation_stats SET generation = nextval('conversation_generation_seq') WHERE conversation_id = $1`,
-		conversationID); err != nil {
-		return dbError("store vectors", err)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
-		return dbError("store vectors", err)
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"reembed"}, []string{"id", "embedding"},
-		pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
-			return []any{chunks[i].id, pgvector.NewVector(vecs[i])}, nil
-		})); err != nil {
-		return dbError("store vectors", err)
-	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2, write_seq = $3
-		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, to.Model(), write); err != nil {
-		return dbError("store vectors", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return dbError("store vectors", err)
-	}
-	return nil
+	return s.storeReembedded(ctx, fileID, ids, vecs, to.Model())
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
+
+	"github.com/mcpsearch/mcpsearch/docs/keyword"
 )
 
 // Search limits and defaults.
@@ -169,7 +171,9 @@ func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
 	return s.search(ctx, q, depth)
 }
 
-// search runs a checked query for up to k hits.
+// search runs a checked query for up to k hits: it reads what it needs of
+// the conversation (one round trip, whatever its size), asks the keyword
+// index and pgvector for their rankings, fuses them, and fetches the hits.
 func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	emb := s.Embedder()
 	out, err := emb.Embed(ctx, []string{q.Text})
@@ -179,7 +183,6 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if err := checkVectors(emb, 1, out); err != nil {
 		return nil, fmt.Errorf("docs: search: %w", err)
 	}
-	qv := pgvector.NewVector(out[0])
 	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
 
 	var vectorDepth, keywordDepth int
@@ -189,7 +192,7 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	case Keyword:
 		keywordDepth = k
 	case Hybrid:
-		vectorDepth = max(hybridDepth, 4*k)
+		vectorDepth = hybridListDepth(k)
 		keywordDepth = vectorDepth
 	}
 	conv, terms, err := s.conversationState(ctx, q, m.name, keywordDepth > 0)
@@ -201,27 +204,30 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	}
 	var kl []candidate
 	if keywordDepth > 0 && len(terms) > 0 {
-		ix, err := s.keywordIndex(ctx, q.ConversationID, conv.generation)
-		if err != nil {
+		if kl, err = s.keywordRanking(ctx, q.ConversationID, conv, terms, m.name, keywordDepth); err != nil {
 			return nil, err
 		}
-		kl = ix.top(terms, m.name, keywordDepth, s.opts.BM25K1, s.opts.BM25B)
-		ix.mu.RUnlock()
 	}
 	iterative, err := s.iterativeScan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// One snapshot for the index's list and the fresh chunks' list: a file
-	// re-embedded between the two statements would be in neither.
+	// One snapshot for the index's list, the fresh chunks' list and the
+	// hits' details: a file re-embedded or deleted between the statements
+	// would otherwise be in neither list, or listed and not found.
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	vl, err := rankings(ctx, tx, m, qv, q, vectorDepth, conv, s.exactChunks, iterative, kl)
-	if err != nil {
-		return nil, err
+	qv := pgvector.NewVector(out[0])
+	var vl []candidate
+	if vectorDepth > 0 {
+		p := vectorPlan{model: m, query: qv, conversationID: q.ConversationID, depth: vectorDepth, conv: conv,
+			exactChunks: s.exactChunks, iterative: iterative}
+		if vl, err = p.rank(ctx, tx); err != nil {
+			return nil, err
+		}
 	}
 	var ranked []candidate
 	switch q.Mode {
@@ -240,58 +246,72 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if len(ranked) > k {
 		ranked = ranked[:k]
 	}
-	return details(ctx, tx, ranked)
+	return details(ctx, tx, m, qv, ranked)
 }
 
-// convState is what a search needs to know of a conversation first.
+// hybridListDepth is how deep each ranking Hybrid fuses is taken for k
+// hits: four times k for a tool call's few hits, so that a chunk ranked
+// modestly by both lists is not missed, and k and a half past that depth
+// (Rank's deep rankings), where the lists' tails weigh little.
+func hybridListDepth(k int) int {
+	if k <= MaxTopK {
+		return max(hybridDepth, 4*k)
+	}
+	return max(4*MaxTopK, k+k/2)
+}
+
+// convState is what a search needs to know of a conversation first, all of
+// it kept up to date as files are written (see writes.go).
 type convState struct {
 	// chunks counts the conversation's chunks, of every model.
 	chunks int64
-	// generation changes with every change to the chunks.
-	generation int64
+	// generation changes with every change to the chunks; epoch names the
+	// conversation's incarnation; an index older than removalFloor must be
+	// rebuilt (see keywords.go).
+	generation, epoch, removalFloor int64
+	// floor is the write number up to which chunks belong to a deleted
+	// incarnation of the conversation (0: none).
+	floor int64
 	// watermark is the last write the model's vector index covers; -1
 	// when the model has no index (see index.go).
 	watermark int64
-	// covered counts the conversation's chunks of the model that the
+	// covered estimates the conversation's chunks of the model that the
 	// index covers.
 	covered int64
 }
 
-// conversationState reads the conversation's size and generation, the
-// watermark of model's vector index and, with keyword set, the query's
-// lexemes with their counts, in one round trip.
-func (s *Store) conversationState(ctx context.Context, q Query, model string, keyword bool) (convState, []term, error) {
+// conversationState reads the conversation's counters and the watermark of
+// model's vector index and, with withTerms set, the query's lexemes with
+// their counts, in one round trip: a few index lookups, whatever the
+// conversation's size.
+func (s *Store) conversationState(ctx context.Context, q Query, model string, withTerms bool) (convState, []keyword.Term, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT chunk_count, generation FROM conversation_stats WHERE conversation_id = $1`, q.ConversationID)
 	b.Queue(`
-		SELECT v.watermark, coalesce(sum(f.chunk_count) FILTER (WHERE f.write_seq <= v.watermark), 0)
-		FROM vector_indexes v
-		LEFT JOIN files f ON f.conversation_id = $2 AND f.status = 'ready' AND f.embedding_model = v.embedding_model
-		WHERE v.embedding_model = $1
-		GROUP BY v.watermark`, model, q.ConversationID)
-	if keyword {
+		SELECT s.chunk_count, s.generation, s.epoch, s.removal_floor, s.write_floor,
+		       coalesce(v.watermark, -1), coalesce(m.covered, 0)
+		FROM conversation_stats s
+		LEFT JOIN conversation_models m ON m.conversation_id = s.conversation_id AND m.embedding_model = $2
+		LEFT JOIN vector_indexes v ON v.embedding_model = $2
+		WHERE s.conversation_id = $1`, q.ConversationID, model)
+	if withTerms {
 		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	st := convState{watermark: -1}
-	err := br.QueryRow().Scan(&st.chunks, &st.generation)
+	err := br.QueryRow().Scan(&st.chunks, &st.generation, &st.epoch, &st.removalFloor, &st.floor, &st.watermark, &st.covered)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
-	err = br.QueryRow().Scan(&st.watermark, &st.covered)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return st, nil, dbError("docs: search", err)
-	}
-	var terms []term
-	if keyword {
+	var terms []keyword.Term
+	if withTerms {
 		rows, err := br.Query()
 		if err != nil {
 			return st, nil, dbError("docs: search", err)
 		}
-		terms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (term, error) {
-			var t term
-			err := r.Scan(&t.lexeme, &t.count)
+		terms, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (keyword.Term, error) {
+			var t keyword.Term
+			err := r.Scan(&t.Lexeme, &t.Count)
 			return t, err
 		})
 		if err != nil {
@@ -390,17 +410,31 @@ func versionAtLeast(v string, major, minor int) bool {
 // complete.
 const exactVectorChunks = 2000
 
-// rankings returns the vector ranking (up to vectorDepth chunks, most
-// similar first; none for a depth of 0) of the conversation's chunks of
-// model m, and fills in the similarity of the keyword ranking's chunks. A
-// conversation of which the model's index covers more than exactChunks
-// chunks is ranked through the index for those and exactly for the fresh
-// ones (see index.go); any other exactly. The statements go to the server in one round trip.
-func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q Query, vectorDepth int, conv convState, exactChunks int64, iterative bool, keyword []candidate) (vector []candidate, err error) {
+// vectorPlan is a vector ranking to run: the model and query vector, the
+// conversation and what the search knows of it, and how deep.
+type vectorPlan struct {
+	model          modelSpec
+	query          pgvector.Vector
+	conversationID string
+	depth          int
+	conv           convState
+	// exactChunks is the largest conversation ranked exactly; iterative
+	// says pgvector scans its index iteratively (0.8 and later).
+	exactChunks int64
+	iterative   bool
+}
+
+// rank returns the conversation's chunks of the plan's model most similar
+// to the query, up to its depth, most similar first. A conversation of
+// which the model's index covers more than exactChunks chunks is ranked
+// through the index for those and exactly for the fresh ones (see
+// index.go); any other exactly. The statements go to the server in one
+// round trip.
+func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, err error) {
 	// The index serves only a conversation of which it covers more than
 	// exactChunks chunks: for fewer, an exact scan is as fast, and a
 	// filtered index scan would look for them among the whole model's.
-	indexed := vectorDepth > 0 && conv.covered > exactChunks && conv.watermark >= 0
+	indexed := p.conv.covered > p.exactChunks && p.conv.watermark >= 0
 	b := &pgx.Batch{}
 	settings := 0
 	if indexed {
@@ -408,9 +442,9 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 		// An iterative scan goes on past ef_search while too few rows
 		// passed the filter, so the list needs no more than its depth;
 		// without it, twice the depth leaves room for the filter.
-		ef := 2 * vectorDepth
-		if iterative {
-			ef = vectorDepth
+		ef := 2 * p.depth
+		if p.iterative {
+			ef = p.depth
 		}
 		b.Queue(fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", min(maxEfSearch, max(minEfSearch, ef))))
 		// At a depth of 50 or more the planner prices a sort of the
@@ -418,7 +452,7 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 		// order of magnitude on a large one.
 		settings++
 		b.Queue("SET LOCAL enable_seqscan = off")
-		if iterative {
+		if p.iterative {
 			// relaxed_order lets the index scan continue past ef_search
 			// until enough rows pass the conversation filter; results may
 			// come slightly out of order and are sorted below.
@@ -429,21 +463,10 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
 			b.Queue("SET LOCAL hnsw.max_scan_tuples = 200000")
 		}
-		b.Queue(vectorSQL(m, conv.watermark), qv, q.ConversationID, vectorDepth)
-		b.Queue(exactVectorSQL(m, conv.watermark), qv, q.ConversationID, vectorDepth)
-	} else if vectorDepth > 0 {
-		b.Queue(exactVectorSQL(m, -1), qv, q.ConversationID, vectorDepth)
-	}
-	ids := make([]string, len(keyword))
-	for i, c := range keyword {
-		ids[i] = c.id
-	}
-	if len(keyword) > 0 {
-		b.Queue(fmt.Sprintf(`SELECT id::text, 1 - (%[1]s <=> $1::vector::%[2]s) FROM chunks WHERE id = ANY($2::uuid[])`,
-			vectorExpr(m.dims), vectorType(m.dims)), qv, ids)
-	}
-	if b.Len() == 0 {
-		return nil, nil
+		b.Queue(vectorSQL(p.model, p.conv.watermark, p.conv.floor), p.query, p.conversationID, p.depth)
+		b.Queue(exactVectorSQL(p.model, max(p.conv.watermark, p.conv.floor)), p.query, p.conversationID, p.depth)
+	} else {
+		b.Queue(exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer func() {
@@ -456,69 +479,52 @@ func rankings(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, q
 			return nil, dbError("docs: search", err)
 		}
 	}
-	short := false
-	if vectorDepth > 0 {
-		rows, err := br.Query()
-		if vector, err = collectCandidates(rows, err, false); err != nil {
-			return nil, err
-		}
-		short = len(vector) < vectorDepth
+	rows, err := br.Query()
+	if vector, err = collectCandidates(rows, err); err != nil {
+		return nil, err
 	}
+	short := len(vector) < p.depth
 	if indexed {
 		rows, err := br.Query()
-		fresh, err := collectCandidates(rows, err, false)
+		fresh, err := collectCandidates(rows, err)
 		if err != nil {
 			return nil, err
 		}
 		vector = append(vector, fresh...)
 	}
-	if len(keyword) > 0 {
-		rows, err := br.Query()
-		sims, err := collectCandidates(rows, err, false)
-		if err != nil {
-			return nil, err
-		}
-		byID := make(map[string]float64, len(sims))
-		for _, c := range sims {
-			byID[c.id] = c.similarity
-		}
-		for i := range keyword {
-			keyword[i].similarity = byID[keyword[i].id]
-		}
-	}
 	if err := br.Close(); err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	if indexed && !iterative && short {
+	if indexed && !p.iterative && short {
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
-		rows, err := tx.Query(ctx, exactVectorSQL(m, -1), qv, q.ConversationID, vectorDepth)
-		if vector, err = collectCandidates(rows, err, false); err != nil {
+		rows, err := tx.Query(ctx, exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
+		if vector, err = collectCandidates(rows, err); err != nil {
 			return nil, err
 		}
 	}
 	slices.SortStableFunc(vector, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.similarity, a.similarity), strings.Compare(a.id, b.id))
 	})
-	if len(vector) > vectorDepth {
-		vector = vector[:vectorDepth]
+	if len(vector) > p.depth {
+		vector = vector[:p.depth]
 	}
 	return vector, nil
 }
 
-// vectorSQL selects a conversation's chunks of model m written up to
-// watermark by cosine distance to $1, with $2 the conversation and $3 the
-// limit. The ORDER BY expression and the WHERE predicate repeat the
+// vectorSQL selects a conversation's chunks of model m written after floor
+// and up to watermark by cosine distance to $1, with $2 the conversation and
+// $3 the limit. The ORDER BY expression and the WHERE predicate repeat the
 // definition of the index of that watermark (see BuildIndex) so that the
 // planner can use it.
-func vectorSQL(m modelSpec, watermark int64) string {
+func vectorSQL(m modelSpec, watermark, floor int64) string {
 	return fmt.Sprintf(`
 		SELECT id::text, 1 - (%[1]s <=> $1::vector::%[2]s)
 		FROM chunks
-		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2
+		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2 AND write_seq > %[5]d
 		ORDER BY %[1]s <=> $1::vector::%[2]s
-		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark)
+		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark, floor)
 }
 
 // exactVectorSQL is vectorSQL computed over every chunk of the conversation
@@ -538,12 +544,12 @@ func exactVectorSQL(m modelSpec, watermark int64) string {
 }
 
 // collectCandidates reads rows of (id, similarity).
-func collectCandidates(rows pgx.Rows, err error, keyword bool) ([]candidate, error) {
+func collectCandidates(rows pgx.Rows, err error) ([]candidate, error) {
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		c := candidate{keyword: keyword}
+		var c candidate
 		var sim *float64
 		if err := r.Scan(&c.id, &sim); err != nil {
 			return c, err
@@ -599,8 +605,10 @@ func fuse(vector, keyword []candidate, vectorWeight, threshold float64) []candid
 	return out
 }
 
-// details fetches the content and file of ranked chunks, keeping their order.
-func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) {
+// details fetches the content, file and similarity of ranked chunks,
+// keeping their order. The similarity of chunks only the keyword ranking
+// found is computed here, for the hits returned only.
+func details(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, ranked []candidate) ([]Hit, error) {
 	if len(ranked) == 0 {
 		return []Hit{}, nil
 	}
@@ -608,24 +616,23 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 	for i, c := range ranked {
 		ids[i] = c.id
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
+	rows, err := tx.Query(ctx, fmt.Sprintf(`
+		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url,
+		       CASE WHEN c.embedding_model = %[3]s THEN 1 - (%[1]s <=> $2::vector::%[2]s) END
 		FROM chunks c JOIN files f ON f.id = c.file_id
-		WHERE c.id = ANY($1::uuid[])`, ids)
+		WHERE c.id = ANY($1::uuid[])`, "(c.embedding::"+vectorType(m.dims)+")", vectorType(m.dims), modelLiteral(m.name)), ids, qv)
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
-		var h Hit
-		err := r.Scan(&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.PageStart, &h.PageEnd, &h.CharStart, &h.CharEnd, &h.Source)
-		return h, err
-	})
-	if err != nil {
-		return nil, dbError("docs: search", err)
-	}
-	byID := make(map[string]Hit, len(found))
-	for _, h := range found {
+	byID := make(map[string]Hit, len(ranked))
+	var h Hit
+	var sim *float64
+	if _, err := pgx.ForEachRow(rows, []any{&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.PageStart, &h.PageEnd, &h.CharStart, &h.CharEnd, &h.Source, &sim}, func() error {
+		h.Similarity = cleanSimilarity(sim)
 		byID[h.ChunkID] = h
+		return nil
+	}); err != nil {
+		return nil, dbError("docs: search", err)
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, c := range ranked {
@@ -633,7 +640,6 @@ func details(ctx context.Context, tx pgx.Tx, ranked []candidate) ([]Hit, error) 
 		if !ok {
 			continue
 		}
-		h.Similarity = c.similarity
 		h.Score = c.score
 		hits = append(hits, h)
 	}

@@ -397,12 +397,12 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	qv, _ := emb.Embed(ctx, []string{query})
-	plan := explain(t, conn, vectorSQL(m, st.Watermark), vectorText(qv[0]), "small", 5)
+	plan := explain(t, conn, vectorSQL(m, st.Watermark, 0), vectorText(qv[0]), "small", 5)
 	if !strings.Contains(plan, st.Index) {
 		t.Fatalf("vector query plan does not use %s:\n%s", st.Index, plan)
 	}
 	// The premise: a plain filtered index scan comes back short.
-	rows, err = conn.Query(ctx, vectorSQL(m, st.Watermark), vectorText(qv[0]), "small", 5)
+	rows, err = conn.Query(ctx, vectorSQL(m, st.Watermark, 0), vectorText(qv[0]), "small", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcpsearch/mcpsearch/docs/keyword"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/migrations"
 )
@@ -58,6 +59,10 @@ type Options struct {
 	exactChunks int64
 }
 
+// DefaultKeywordCacheBytes is the default memory budget of the keyword
+// indexes: about 700,000 chunks of 1,000 characters once merged.
+const DefaultKeywordCacheBytes = keyword.DefaultCacheBytes
+
 // MaxVectorWeight bounds Options.VectorWeight: beyond it the keyword ranking
 // would only break ties, and Vector mode is the way to ask for that.
 const MaxVectorWeight = 10
@@ -84,7 +89,7 @@ type Store struct {
 	versionMu sync.Mutex
 	version   string
 
-	keywords *keywordCache
+	keywords *keyword.Cache
 
 	// forceExactFallback makes vector search behave as on pgvector < 0.8;
 	// tests set it to exercise that path.
@@ -129,7 +134,7 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 		opts.exactChunks = exactVectorChunks
 	}
 	return &Store{pool: pool, opts: opts, log: opts.Logger, emb: emb, exactChunks: opts.exactChunks,
-		keywords: newKeywordCache(opts.KeywordCacheBytes)}, nil
+		keywords: keyword.NewCache(opts.KeywordCacheBytes, opts.Logger)}, nil
 }
 
 // checkEmbedder rejects an embedder whose model name cannot key stored

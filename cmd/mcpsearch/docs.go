@@ -488,6 +488,11 @@ func runDelete(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return errors.New(errText(err))
 	}
+	// The conversation is gone already; its rows are deleted now rather
+	// than left to a server.
+	if err := st.Purge(ctx, nil); err != nil {
+		return errors.New(errText(err))
+	}
 	fmt.Fprintf(env.stdout, "deleted %d files of conversation %s\n", n, conv)
 	return nil
 }

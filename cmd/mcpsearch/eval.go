@@ -169,15 +169,12 @@ func ingestCorpus(ctx context.Context, in *docs.Ingester, conv string, ds *eval.
 	return ctx.Err()
 }
 
+// deleteConversation deletes the scratch conversation and purges its rows
+// before the command exits: one statement a few thousand rows at a time,
+// whatever the corpus's size.
 func deleteConversation(ctx context.Context, st *docs.Store, conv string) error {
-	files, err := st.ListFiles(ctx, conv)
-	if err != nil {
+	if _, err := st.DeleteConversation(ctx, conv); err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := st.DeleteFile(ctx, f.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return st.Purge(ctx, nil)
 }

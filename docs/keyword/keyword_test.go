@@ -575,3 +575,56 @@ func TestMergeInTheBackground(t *testing.T) {
 	}
 	checkRankings(t, "after the merge", ix, files, "m")
 }
+
+// BenchmarkIndex measures, in process, a first search of a conversation of
+// ten 100-chunk files (their postings parsed and searched as segments), the
+// merge of those segments that follows it off the search path, a search of
+// the merged index, and the same for 1,000 one-chunk files:
+//
+//	go test -run '^$' -bench BenchmarkIndex ./docs/keyword/
+func BenchmarkIndex(b *testing.B) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, shape := range []struct {
+		name         string
+		files, chunk int
+	}{{"10x100", 10, 100}, {"1000x1", 1000, 1}} {
+		var files []File
+		for range shape.files {
+			f := file{id: uuid.New(), model: "m", chunks: synthChunks(r, shape.chunk)}
+			files = append(files, f.keyword(b))
+		}
+		qs := queries()
+		build := func(b *testing.B) *Index {
+			ix := New(0)
+			ch := Changes{Generation: 1, Added: files}
+			if err := ix.Refresh(1, func(int64) (Changes, error) { return ch, nil }); err != nil {
+				b.Fatal(err)
+			}
+			return ix
+		}
+		b.Run(shape.name+"/first-search", func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				build(b).Search(qs[i%len(qs)], "m", 20, params)
+			}
+		})
+		b.Run(shape.name+"/merge", func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				ix := build(b)
+				b.StartTimer()
+				if _, err := ix.Merge(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(shape.name+"/search-merged", func(b *testing.B) {
+			ix := build(b)
+			if _, err := ix.Merge(); err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; b.Loop(); i++ {
+				ix.Search(qs[i%len(qs)], "m", 20, params)
+			}
+		})
+	}
+}

@@ -1,0 +1,1295 @@
+package docs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/mcpsearch/mcpsearch/docs/chunk"
+	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/docs/keyword"
+)
+
+// Every statement that writes files, their chunks, their stored bytes and
+// the per-conversation counters those writes change is in this file.
+//
+// The counters (migration 009) are what searches, listings and the index
+// policy read instead of summing over a conversation's files:
+//
+//   - conversation_stats, one row per conversation holding files: its
+//     files by status, its ready chunks, its last upload, and its
+//     generation, which every change to its chunks replaces (keyword
+//     indexes compare it with their own);
+//   - conversation_models, per conversation and embedding model: its
+//     chunks, and how many of them the model's vector index covers.
+//
+// A write changes files first and the counters last: it locks the
+// statistics rows of the conversations it touches just before it commits,
+// never while files are read, extracted or embedded, and a batch of files
+// is one write.
+//
+// Deleting a conversation locks its statistics row, takes a number from
+// chunk_write_seq, its floor, records it in conversation_purges and removes
+// the row; its rows are purged in the background (see purge.go). Every file
+// takes a number from the same sequence when it is uploaded (upload_seq),
+// every write of chunks one too (write_seq). A write reads the floors of
+// its conversations after it has locked their rows, so every deletion that
+// committed before is seen and none can commit until it does: a file it
+// holds uploaded at or below a floor belongs to the deleted conversation,
+// and the write takes that file's chunks back out and counts it nowhere.
+// So the files and chunks numbered up to a floor are the deleted
+// conversation's, the others the conversation's again.
+
+// visible is the condition, on a row of files aliased f, under which the
+// file is its conversation's: not uploaded before the conversation was
+// deleted.
+const visible = `NOT EXISTS (SELECT FROM conversation_purges p
+	WHERE p.conversation_id = f.conversation_id AND f.upload_seq <= p.floor)`
+
+// reclaimable is the condition, on a row of files aliased f, under which an
+// upload of the same bytes processes the file again rather than being its
+// duplicate: it failed, or it is processing without a live claim and
+// without stored bytes, as a synchronous Ingest of an older version left a
+// file when its process stopped.
+const reclaimable = `(f.status = 'failed' OR (f.status = 'processing'
+	AND (f.claimed_until IS NULL OR f.claimed_until < now())
+	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.file_id = f.id)))`
+
+// fileColumns is the select list scanFile reads, on files aliased f.
+const fileColumns = `f.id::text, f.conversation_id, f.file_name, f.mime_type, f.sha256, f.status, f.error,
+	f.embedding_model, f.size_bytes, f.chunk_count, f.page_count, f.source_url, f.created_at, f.updated_at`
+
+// scanFile reads a row of fileColumns followed by the extra columns, if
+// any, into extra.
+func scanFile(row pgx.Row, extra ...any) (File, error) {
+	var f File
+	dest := []any{&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
+		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.CreatedAt, &f.UpdatedAt}
+	err := row.Scan(append(dest, extra...)...)
+	return f, err
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// nextWrite takes a number from chunk_write_seq.
+func nextWrite(ctx context.Context, q querier) (int64, error) {
+	var n int64
+	if err := q.QueryRow(ctx, `SELECT nextval('chunk_write_seq')`).Scan(&n); err != nil {
+		return 0, dbError("docs: write number", err)
+	}
+	return n, nil
+}
+
+// ---- counters ----
+
+// delta is what one write changes in a conversation's counters.
+type delta struct {
+	chunks, ready, processing, failed int64
+	// uploads counts the files the write received: last_upload_at moves.
+	uploads int64
+	// models holds the change of chunks per embedding model, and covered
+	// the change of those the model's vector index covers.
+	models, covered map[string]int64
+	// removed lists the ready files the write took out of the
+	// conversation, for keyword indexes to take out too.
+	removed []uuid.UUID
+	// moved is set when files changed model without changing the
+	// conversation's chunks.
+	moved bool
+}
+
+func (d *delta) addChunks(model string, n, covered int64) {
+	if d.models == nil {
+		d.models, d.covered = map[string]int64{}, map[string]int64{}
+	}
+	d.chunks += n
+	d.models[model] += n
+	d.covered[model] += covered
+}
+
+// move counts one file leaving status from ("" for none) for status to (""
+// for none).
+func (d *delta) move(from, to string) {
+	for _, c := range []struct {
+		status string
+		n      int64
+	}{{from, -1}, {to, 1}} {
+		switch c.status {
+		case StatusReady:
+			d.ready += c.n
+		case StatusProcessing:
+			d.processing += c.n
+		case StatusFailed:
+			d.failed += c.n
+		}
+	}
+}
+
+// keywordChange reports whether the conversation's keyword indexes must
+// change: a new generation.
+func (d *delta) keywordChange() bool {
+	return d.chunks != 0 || len(d.removed) > 0 || d.moved
+}
+
+// deltas are a write's changes by conversation.
+type deltas map[string]*delta
+
+func (ds deltas) of(conversationID string) *delta {
+	d, ok := ds[conversationID]
+	if !ok {
+		d = &delta{}
+		ds[conversationID] = d
+	}
+	return d
+}
+
+// lockConversations takes the locks of the statistics rows of convs in id
+// order, creating the rows that do not exist (for a new conversation, or
+// the new incarnation of a deleted one), and returns each conversation's
+// floor: the highest deletion floor still being purged, 0 for none. It
+// waits for a deletion in progress, and no deletion of these conversations
+// can commit before the write does.
+func lockConversations(ctx context.Context, tx pgx.Tx, convs []string) (map[string]int64, error) {
+	convs = slices.Clone(convs)
+	slices.Sort(convs)
+	convs = slices.Compact(convs)
+	for range 5 {
+		// A new row starts a new generation and epoch; its floor tells
+		// searches which chunks a deleted incarnation left.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO conversation_stats (conversation_id, chunk_count, generation, epoch, write_floor)
+			SELECT c, 0, g, g, coalesce((SELECT floor FROM conversation_purges p WHERE p.conversation_id = c), 0)
+			FROM (SELECT c, nextval('conversation_generation_seq') AS g FROM unnest($1::text[]) AS c) n
+			ORDER BY c
+			ON CONFLICT (conversation_id) DO NOTHING`, convs); err != nil {
+			return nil, dbError("docs: lock conversations", err)
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT conversation_id FROM conversation_stats
+			WHERE conversation_id = ANY($1) ORDER BY conversation_id FOR UPDATE`, convs)
+		if err != nil {
+			return nil, dbError("docs: lock conversations", err)
+		}
+		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, dbError("docs: lock conversations", err)
+		}
+		if len(locked) < len(convs) {
+			// A row was deleted while this write waited for it: its
+			// conversation was deleted. Lock the new row.
+			continue
+		}
+		// Read after the locks, in a new snapshot: every deletion that
+		// committed before them is seen.
+		rows, err = tx.Query(ctx, `SELECT conversation_id, floor FROM conversation_purges WHERE conversation_id = ANY($1)`, convs)
+		if err != nil {
+			return nil, dbError("docs: lock conversations", err)
+		}
+		floors := make(map[string]int64, len(convs))
+		var c string
+		var floor int64
+		if _, err := pgx.ForEachRow(rows, []any{&c, &floor}, func() error { floors[c] = floor; return nil }); err != nil {
+			return nil, dbError("docs: lock conversations", err)
+		}
+		return floors, nil
+	}
+	return nil, fmt.Errorf("docs: lock conversations: %w: they kept being deleted, try again", ErrBusy)
+}
+
+// applyDeltas writes ds to the counters of the conversations the caller
+// has locked (with lockConversations), and returns the new generation of
+// each conversation whose keyword index must change. A conversation left
+// without files loses its rows.
+func applyDeltas(ctx context.Context, tx pgx.Tx, ds deltas) (map[string]int64, error) {
+	convs := make([]string, 0, len(ds))
+	for c := range ds {
+		convs = append(convs, c)
+	}
+	slices.Sort(convs)
+	var chunks, ready, processing, failed, uploads []int64
+	var bump []bool
+	var mConv, mModel []string
+	var mChunks, mCovered []int64
+	var rConv []string
+	var rFile []uuid.UUID
+	for _, c := range convs {
+		d := ds[c]
+		chunks = append(chunks, d.chunks)
+		ready = append(ready, d.ready)
+		processing = append(processing, d.processing)
+		failed = append(failed, d.failed)
+		uploads = append(uploads, d.uploads)
+		bump = append(bump, d.keywordChange())
+		for m, k := range d.models {
+			mConv, mModel, mChunks, mCovered = append(mConv, c), append(mModel, m), append(mChunks, k), append(mCovered, d.covered[m])
+		}
+		for _, f := range d.removed {
+			rConv, rFile = append(rConv, c), append(rFile, f)
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE conversation_stats s
+		SET chunk_count = s.chunk_count + d.chunks,
+		    ready_files = s.ready_files + d.ready,
+		    processing_files = s.processing_files + d.processing,
+		    failed_files = s.failed_files + d.failed,
+		    last_upload_at = CASE WHEN d.uploads > 0 THEN now() ELSE s.last_upload_at END,
+		    generation = CASE WHEN d.bump THEN nextval('conversation_generation_seq') ELSE s.generation END
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bool[])
+		     AS d(c, chunks, ready, processing, failed, uploads, bump)
+		WHERE s.conversation_id = d.c
+		RETURNING s.conversation_id, s.generation, d.bump, s.ready_files + s.processing_files + s.failed_files <= 0`,
+		convs, chunks, ready, processing, failed, uploads, bump)
+	if err != nil {
+		return nil, dbError("docs: update statistics", err)
+	}
+	gens := make(map[string]int64, len(convs))
+	var empty []string
+	var conv string
+	var gen int64
+	var bumped, none bool
+	if _, err := pgx.ForEachRow(rows, []any{&conv, &gen, &bumped, &none}, func() error {
+		if bumped {
+			gens[conv] = gen
+		}
+		if none {
+			empty = append(empty, conv)
+		}
+		return nil
+	}); err != nil {
+		return nil, dbError("docs: update statistics", err)
+	}
+	b := &pgx.Batch{}
+	if len(mConv) > 0 {
+		// Writers of one conversation hold its statistics row's lock, so
+		// its models' rows are updated or inserted by one at a time.
+		b.Queue(`
+			WITH d AS (
+				SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS d(c, model, k, cv)),
+			u AS (
+				UPDATE conversation_models m
+				SET chunks = m.chunks + d.k,
+				    covered = least(greatest(m.covered + d.cv, 0), m.chunks + d.k),
+				    last_write_at = CASE WHEN d.k > 0 THEN now() ELSE m.last_write_at END
+				FROM d WHERE m.conversation_id = d.c AND m.embedding_model = d.model
+				RETURNING m.conversation_id, m.embedding_model)
+			INSERT INTO conversation_models (conversation_id, embedding_model, chunks, covered)
+			SELECT d.c, d.model, d.k, least(greatest(d.cv, 0), d.k) FROM d
+			WHERE d.k > 0 AND NOT EXISTS (SELECT FROM u WHERE u.conversation_id = d.c AND u.embedding_model = d.model)`,
+			mConv, mModel, mChunks, mCovered)
+		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = ANY($1) AND chunks <= 0`, mConv)
+	}
+	if len(rConv) > 0 {
+		b.Queue(`
+			INSERT INTO keyword_removals (conversation_id, generation, file_id)
+			SELECT r.c, s.generation, r.f
+			FROM unnest($1::text[], $2::uuid[]) AS r(c, f) JOIN conversation_stats s ON s.conversation_id = r.c
+			ON CONFLICT DO NOTHING`, rConv, rFile)
+		// Removals older than a day are pruned; a keyword index older
+		// than the generation of the last one pruned is rebuilt.
+		b.Queue(`
+			WITH pruned AS (
+				DELETE FROM keyword_removals
+				WHERE conversation_id = ANY($1) AND removed_at < now() - interval '1 day'
+				RETURNING conversation_id, generation)
+			UPDATE conversation_stats s SET removal_floor = greatest(s.removal_floor, p.g + 1)
+			FROM (SELECT conversation_id, max(generation) AS g FROM pruned GROUP BY conversation_id) p
+			WHERE s.conversation_id = p.conversation_id`, rConv)
+	}
+	if len(empty) > 0 {
+		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = ANY($1)`, empty)
+		b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = ANY($1)`, empty)
+		b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = ANY($1)`, empty)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, dbError("docs: update statistics", err)
+		}
+	}
+	return gens, nil
+}
+
+// ---- recording files ----
+
+// newFile is a file a write records, or records again over a failed one of
+// the same bytes.
+type newFile struct {
+	up     upload
+	status string
+	// For a ready or failed file:
+	reason string
+	chunks int
+	pages  int
+	model  string
+	text   string
+	// claim, for a processing file a worker will take.
+	claim *claim
+}
+
+// recorded is what recordFiles made of a newFile.
+type recorded struct {
+	file File
+	// from is the status of the file it replaced: "" for a new one.
+	from string
+	// existing is set when the bytes are already in the conversation, in
+	// file, and nothing was recorded.
+	existing bool
+}
+
+// recordFiles inserts files, or records them over failed files of the same
+// bytes, numbered seq for their upload (and their chunks, for a ready
+// one). A file the conversation already holds, ready or being processed,
+// is returned as existing. The caller has none of the same conversation
+// and bytes twice.
+func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]recorded, error) {
+	n := len(files)
+	var convs, names, mimes, shas, sources, statuses, reasons, models []string
+	var texts []*string
+	var sizes []int64
+	var chunks, pages []int32
+	var tokens []*string
+	var leases []float64
+	for _, nf := range files {
+		convs, names, mimes, shas = append(convs, nf.up.conversationID), append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
+		sources, statuses, reasons, models = append(sources, nf.up.source), append(statuses, nf.status), append(reasons, nf.reason), append(models, nf.model)
+		sizes, chunks, pages = append(sizes, nf.up.size), append(chunks, int32(nf.chunks)), append(pages, int32(nf.pages))
+		var text *string
+		if nf.status == StatusReady {
+			text = &nf.text
+		}
+		texts = append(texts, text)
+		var token *string
+		var lease float64
+		if nf.claim != nil {
+			token, lease = &nf.claim.token, nf.claim.lease.Seconds()
+		}
+		tokens, leases = append(tokens, token), append(leases, lease)
+	}
+	b := &pgx.Batch{}
+	// Files of a deleted conversation holding the same bytes would stand
+	// in the way; they are being purged anyway.
+	b.Queue(`
+		DELETE FROM files f USING unnest($1::text[], $2::text[]) AS u(c, sha), conversation_purges p
+		WHERE f.conversation_id = u.c AND f.sha256 = u.sha AND p.conversation_id = u.c AND f.upload_seq <= p.floor`, convs, shas)
+	// The statuses of the files about to be replaced, locked.
+	b.Queue(`
+		SELECT f.conversation_id, f.sha256, f.status FROM files f
+		JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
+		ORDER BY f.id FOR UPDATE OF f`, convs, shas)
+	b.Queue(`
+		INSERT INTO files AS f (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error,
+			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
+		SELECT c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token::uuid,
+		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
+		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
+		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[])
+		     AS u(c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease)
+		ORDER BY c, sha
+		ON CONFLICT (conversation_id, sha256) DO UPDATE
+		SET file_name = excluded.file_name, mime_type = excluded.mime_type, size_bytes = excluded.size_bytes,
+		    source_url = excluded.source_url, status = excluded.status, error = excluded.error,
+		    chunk_count = excluded.chunk_count, page_count = excluded.page_count, embedding_model = excluded.embedding_model,
+		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
+		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
+		    updated_at = now()
+		WHERE `+reclaimable+`
+		RETURNING `+fileColumns,
+		convs, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	type key struct{ conv, sha string }
+	before := map[key]string{}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	var k key
+	var status string
+	if _, err := pgx.ForEachRow(rows, []any{&k.conv, &k.sha, &status}, func() error { before[k] = status; return nil }); err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	done, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+	if err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	out := make([]recorded, n)
+	byKey := make(map[key]File, len(done))
+	for _, f := range done {
+		byKey[key{f.ConversationID, f.SHA256}] = f
+	}
+	var missing []int
+	for i, nf := range files {
+		k := key{nf.up.conversationID, nf.up.sha256}
+		if f, ok := byKey[k]; ok {
+			out[i] = recorded{file: f, from: before[k]}
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	for _, i := range missing {
+		// Held by another file of the conversation, ready or in
+		// progress: that file is the upload's.
+		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f
+			WHERE f.conversation_id = $1 AND f.sha256 = $2`, files[i].up.conversationID, files[i].up.sha256))
+		if err != nil {
+			return nil, dbError("docs: record files", err)
+		}
+		f.Duplicate = true
+		out[i] = recorded{file: f, existing: true}
+	}
+	return out, nil
+}
+
+// duplicate returns the file of the conversation holding the upload's
+// bytes, with Duplicate set, unless it is reclaimable; pgx.ErrNoRows when
+// there is none.
+func (s *Store) duplicate(ctx context.Context, q querier, up upload) (File, error) {
+	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f
+		WHERE f.conversation_id = $1 AND f.sha256 = $2 AND NOT `+reclaimable+` AND `+visible,
+		up.conversationID, up.sha256))
+	f.Duplicate = err == nil
+	return f, err
+}
+
+// storeUpload records an upload as processing, for a worker to take,
+// together with its bytes, in one transaction, and reports fresh when it
+// must be processed; a duplicate stores nothing. The bytes are read once,
+// from the spool file or memory, on their way to the database, and checked
+// against the digest validation took; a small upload's bytes are also
+// returned, kept for a worker of this process.
+func (s *Store) storeUpload(ctx context.Context, up upload) (File, bool, []byte, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return File{}, false, nil, dbError("docs: record upload", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	seq, err := nextWrite(ctx, tx)
+	if err != nil {
+		return File{}, false, nil, err
+	}
+	rec, err := recordFiles(ctx, tx, []newFile{{up: up, status: StatusProcessing}}, seq)
+	if err != nil {
+		return File{}, false, nil, err
+	}
+	if rec[0].existing {
+		return rec[0].file, false, nil, nil
+	}
+	f := rec[0].file
+	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
+		return File{}, false, nil, dbError("docs: store upload", err)
+	}
+	kept, err := copyBytes(ctx, tx, f.ID, up)
+	if err != nil {
+		return File{}, false, nil, err
+	}
+	floors, err := lockConversations(ctx, tx, []string{up.conversationID})
+	if err != nil {
+		return File{}, false, nil, err
+	}
+	if seq <= floors[up.conversationID] {
+		return File{}, false, nil, fmt.Errorf("docs: upload %s: %w: the conversation was deleted meanwhile; upload the file again", up.fileName, ErrBusy)
+	}
+	d := deltas{}
+	cd := d.of(up.conversationID)
+	cd.uploads++
+	cd.move(rec[0].from, StatusProcessing)
+	if _, err := applyDeltas(ctx, tx, d); err != nil {
+		return File{}, false, nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return File{}, false, nil, dbError("docs: store upload", err)
+	}
+	return f, true, kept, nil
+}
+
+// keepBytes is the largest upload whose bytes storeUpload keeps for a
+// worker of the same process, which then does not read them back.
+const keepBytes = 1 << 20
+
+// copyBytes streams an upload's bytes into file_bytes in pieces, hashing
+// them as they go, and returns them when they are at most keepBytes.
+func copyBytes(ctx context.Context, tx pgx.Tx, fileID string, up upload) ([]byte, error) {
+	r, done, err := up.open()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	h := sha256.New()
+	r = io.TeeReader(r, h)
+	var kept []byte
+	if up.size <= keepBytes {
+		kept = make([]byte, 0, up.size)
+	}
+	buf := make([]byte, pieceBytes)
+	var seq int
+	var total int64
+	var readErr error
+	// CopyFrom encodes each row before asking for the next, so one buffer
+	// serves every piece.
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"file_id", "seq", "data"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			n, err := io.ReadFull(r, buf)
+			if n == 0 {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+					return nil, err
+				}
+				return nil, nil
+			}
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				readErr = err
+				return nil, err
+			}
+			seq++
+			total += int64(n)
+			if kept != nil && total <= keepBytes {
+				kept = append(kept, buf[:n]...)
+			}
+			return []any{fileID, seq - 1, buf[:n]}, nil
+		}))
+	if readErr != nil {
+		return nil, fmt.Errorf("docs: read upload %s: %w", up.fileName, readErr)
+	}
+	if err != nil {
+		return nil, dbError("docs: store upload", err)
+	}
+	if total != up.size || hex.EncodeToString(h.Sum(nil)) != up.sha256 {
+		return nil, fmt.Errorf("docs: %w: upload %s changed while it was stored", ErrInvalidArgument, up.fileName)
+	}
+	return kept, nil
+}
+
+// ---- committing processed files ----
+
+// commitItem is a processed file on its way to the database, and then the
+// outcome of its commit.
+type commitItem struct {
+	// For a file processed synchronously, nothing is recorded yet: up is
+	// the upload. For a file a worker claimed, f and c are the file and
+	// the claim.
+	up *upload
+	f  File
+	c  claim
+	// The result: ready with doc, chunks, vecs embedded by model; or
+	// failed with reason.
+	failed bool
+	reason string
+	// cause is the error behind a failure found while processing.
+	cause  error
+	doc    *extract.Document
+	chunks []chunk.Chunk
+	vecs   [][]float32
+	model  string
+	// dupOf is another item of the same batch with the same conversation
+	// and bytes, whose file this one is.
+	dupOf *commitItem
+
+	// Set by the commit.
+	out File
+	err error
+}
+
+func (it *commitItem) conversationID() string {
+	if it.up != nil {
+		return it.up.conversationID
+	}
+	return it.f.ConversationID
+}
+
+func (it *commitItem) pages() int {
+	if it.failed {
+		return 0
+	}
+	n := 0
+	for _, p := range it.doc.Pages {
+		if p.Number > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (it *commitItem) status() string {
+	if it.failed {
+		return StatusFailed
+	}
+	return StatusReady
+}
+
+// errLost reports a claimed file deleted, or taken over by another
+// process, while it was processed.
+var errLost = fmt.Errorf("%w: the file was deleted, or taken over, while it was processed", ErrNotFound)
+
+// commitBatch stores processed files in one transaction: the files' rows
+// (inserted, or their claims fenced: a file whose claim another process
+// took stores nothing), their chunks in one COPY, their keyword postings,
+// their stored bytes deleted, and one update of each conversation's
+// counters. It sets each item's out and err; an error returned is the whole
+// batch's, and no item was stored.
+func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbError("docs: store files", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	seq, err := nextWrite(ctx, tx)
+	if err != nil {
+		return err
+	}
+	ds := deltas{}
+	// confirmed are the items whose rows this write holds; from their
+	// status before.
+	var confirmed []*commitItem
+	from := map[*commitItem]string{}
+	// uploaded is each confirmed item's upload number.
+	uploaded := map[*commitItem]int64{}
+
+	// Files processed synchronously are recorded now, ready or failed.
+	type key struct{ conv, sha string }
+	first := map[key]*commitItem{}
+	var fresh []newFile
+	var freshItems []*commitItem
+	for _, it := range items {
+		if it.up == nil {
+			continue
+		}
+		k := key{it.up.conversationID, it.up.sha256}
+		if o, ok := first[k]; ok {
+			it.dupOf = o
+			continue
+		}
+		first[k] = it
+		nf := newFile{up: *it.up, status: it.status(), reason: it.reason, model: it.model}
+		if !it.failed {
+			nf.chunks, nf.pages, nf.text = len(it.chunks), it.pages(), it.doc.Text
+		}
+		fresh = append(fresh, nf)
+		freshItems = append(freshItems, it)
+	}
+	if len(fresh) > 0 {
+		recs, err := recordFiles(ctx, tx, fresh, seq)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			it := freshItems[i]
+			it.out = r.file
+			if r.existing {
+				continue
+			}
+			confirmed = append(confirmed, it)
+			from[it] = r.from
+			uploaded[it] = seq
+		}
+	}
+
+	// Files claimed by workers: the claim fences the write.
+	var ids, tokens, statuses, reasons, models []string
+	var texts []*string
+	var nChunks, nPages []int32
+	claimed := map[string]*commitItem{}
+	for _, it := range items {
+		if it.up != nil {
+			continue
+		}
+		claimed[it.f.ID] = it
+		ids, tokens, statuses, reasons = append(ids, it.f.ID), append(tokens, it.c.token), append(statuses, it.status()), append(reasons, it.reason)
+		var text *string
+		var n, p int32
+		if !it.failed {
+			text, n, p = &it.doc.Text, int32(len(it.chunks)), int32(it.pages())
+		}
+		texts, nChunks, nPages, models = append(texts, text), append(nChunks, n), append(nPages, p), append(models, it.model)
+	}
+	if len(ids) > 0 {
+		rows, err := tx.Query(ctx, `
+			UPDATE files f
+			SET status = u.status, error = u.reason, chunk_count = u.chunks, page_count = u.pages,
+			    embedding_model = CASE WHEN u.status = 'ready' THEN u.model ELSE f.embedding_model END,
+			    extracted_text = u.text, claimed_by = NULL, claimed_until = NULL, updated_at = now(),
+			    write_seq = CASE WHEN u.status = 'ready' THEN $9 ELSE f.write_seq END
+			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])
+			     AS u(id, token, status, reason, chunks, pages, model, text)
+			WHERE f.id = u.id AND f.status = 'processing' AND f.claimed_by = u.token
+			RETURNING `+fileColumns+`, f.upload_seq`,
+			ids, tokens, statuses, reasons, nChunks, nPages, models, texts, seq)
+		if err != nil {
+			return dbError("docs: store files", err)
+		}
+		for rows.Next() {
+			var upSeq int64
+			f, err := scanFile(rows, &upSeq)
+			if err != nil {
+				rows.Close()
+				return dbError("docs: store files", err)
+			}
+			it := claimed[f.ID]
+			it.out = f
+			confirmed = append(confirmed, it)
+			from[it] = StatusProcessing
+			uploaded[it] = upSeq
+		}
+		if err := rows.Err(); err != nil {
+			return dbError("docs: store files", err)
+		}
+		for _, it := range claimed {
+			if _, ok := from[it]; !ok {
+				it.out, it.err = it.f, fmt.Errorf("docs: store %s: %w", it.f.ID, errLost)
+			}
+		}
+		// The bytes were kept for the worker; the outcome is stored.
+		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = ANY($1::uuid[])`, ids); err != nil {
+			return dbError("docs: store files", err)
+		}
+	}
+
+	// The chunks of the ready files, in one COPY.
+	var ready []*commitItem
+	total := 0
+	for _, it := range confirmed {
+		if !it.failed {
+			ready = append(ready, it)
+			total += len(it.chunks)
+		}
+	}
+	if total > 0 {
+		i, j := 0, 0
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
+			[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				for i < len(ready) && j >= len(ready[i].chunks) {
+					i, j = i+1, 0
+				}
+				if i == len(ready) {
+					return nil, nil
+				}
+				it, c := ready[i], ready[i].chunks[j]
+				v := it.vecs[j]
+				j++
+				return []any{it.out.ID, it.out.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, it.model, pgvector.NewVector(v), seq}, nil
+			}))
+		if err != nil {
+			return dbError("docs: store chunks", err)
+		}
+	}
+	// Their keyword postings, from the chunks' tsvectors just computed.
+	var postings map[uuid.UUID][]byte
+	if len(ready) > 0 {
+		fileIDs := make([]uuid.UUID, len(ready))
+		for i, it := range ready {
+			fileIDs[i] = uuid.MustParse(it.out.ID)
+		}
+		if postings, err = buildPostings(ctx, tx, fileIDs); err != nil {
+			return err
+		}
+	}
+
+	// The counters, under the conversations' locks; files of conversations
+	// deleted meanwhile are taken back out.
+	convs := make([]string, 0, len(confirmed))
+	for _, it := range confirmed {
+		convs = append(convs, it.conversationID())
+	}
+	if len(convs) == 0 {
+		if err := tx.Commit(ctx); err != nil {
+			return dbError("docs: store files", err)
+		}
+		resolveDuplicates(items)
+		return nil
+	}
+	floors, err := lockConversations(ctx, tx, convs)
+	if err != nil {
+		return err
+	}
+	var doomed []string
+	for _, it := range confirmed {
+		if uploaded[it] <= floors[it.conversationID()] {
+			// Uploaded before its conversation was deleted: the
+			// deleted conversation's, to be purged with it.
+			doomed = append(doomed, it.out.ID)
+			it.err = fmt.Errorf("docs: store %s: %w: its conversation was deleted while it was processed", it.out.ID, ErrNotFound)
+			continue
+		}
+		d := ds.of(it.conversationID())
+		if it.up != nil {
+			d.uploads++
+		}
+		d.move(from[it], it.status())
+		if !it.failed {
+			d.addChunks(it.model, int64(len(it.chunks)), 0)
+		}
+	}
+	if len(doomed) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM chunks WHERE file_id = ANY($1::uuid[]) AND write_seq = $2`, doomed, seq); err != nil {
+			return dbError("docs: store files", err)
+		}
+	}
+	gens, err := applyDeltas(ctx, tx, ds)
+	if err != nil {
+		return err
+	}
+	if len(ready) > 0 {
+		var pIDs []uuid.UUID
+		var pValues [][]byte
+		var pGens []int64
+		for _, it := range ready {
+			if it.err != nil {
+				continue
+			}
+			id := uuid.MustParse(it.out.ID)
+			pIDs, pValues, pGens = append(pIDs, id), append(pValues, postings[id]), append(pGens, gens[it.conversationID()])
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE files f SET keyword_postings = u.p, ready_gen = u.g
+			FROM unnest($1::uuid[], $2::bytea[], $3::bigint[]) AS u(id, p, g) WHERE f.id = u.id`, pIDs, pValues, pGens); err != nil {
+			return dbError("docs: keyword postings", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbError("docs: store files", err)
+	}
+	resolveDuplicates(items)
+	return nil
+}
+
+// resolveDuplicates gives the items that repeat another of their batch
+// that one's file, as a duplicate.
+func resolveDuplicates(items []*commitItem) {
+	for _, it := range items {
+		if it.dupOf != nil {
+			it.out, it.err = it.dupOf.out, it.dupOf.err
+			it.out.Duplicate = it.err == nil
+		}
+	}
+}
+
+// ---- claims ----
+
+// claimFiles claims, under claim c, the oldest processing files without a
+// live claim of conversations not being deleted, at most max files and,
+// past the first, budget bytes in all, and returns them with the number of
+// times each has been claimed, this one included.
+func (s *Store) claimFiles(ctx context.Context, c claim, max int, budget int64) ([]File, []int, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE files f SET claimed_by = $1, claimed_until = now() + make_interval(secs => $2), attempts = f.attempts + 1
+		FROM (
+			SELECT id, sum(size_bytes) OVER (ORDER BY created_at, id) AS run, row_number() OVER (ORDER BY created_at, id) AS n
+			FROM (
+				SELECT f.id, f.size_bytes, f.created_at FROM files f
+				WHERE f.status = 'processing' AND (f.claimed_until IS NULL OR f.claimed_until < now()) AND `+visible+`
+				ORDER BY f.created_at, f.id
+				LIMIT $3
+				FOR UPDATE SKIP LOCKED) l) w
+		WHERE f.id = w.id AND (w.n = 1 OR w.run <= $4)
+		RETURNING `+fileColumns+`, f.attempts`, c.token, c.lease.Seconds(), max, budget)
+	if err != nil {
+		return nil, nil, dbError("docs: claim files", err)
+	}
+	var files []File
+	var attempts []int
+	for rows.Next() {
+		var n int
+		f, err := scanFile(rows, &n)
+		if err != nil {
+			rows.Close()
+			return nil, nil, dbError("docs: claim files", err)
+		}
+		files, attempts = append(files, f), append(attempts, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, dbError("docs: claim files", err)
+	}
+	// Oldest first, as claimed.
+	slices.SortStableFunc(files, func(a, b File) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return files, attempts, nil
+}
+
+// renewClaim extends claim c on the files it holds and returns how many it
+// still holds.
+func (s *Store) renewClaim(ctx context.Context, c claim) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE files SET claimed_until = now() + make_interval(secs => $2)
+		WHERE claimed_by = $1 AND status = 'processing'`, c.token, c.lease.Seconds())
+	if err != nil {
+		return 0, dbError("docs: renew claim", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// holds reports whether claim c still holds file id.
+func (s *Store) holds(ctx context.Context, c claim, id string) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM files WHERE id = $1 AND claimed_by = $2 AND status = 'processing')`, id, c.token).Scan(&held)
+	if err != nil {
+		return false, dbError("docs: renew claim", err)
+	}
+	return held, nil
+}
+
+// releaseClaim gives up claim c on file ids (every file it holds when ids
+// is nil), leaving them processing for any process to resume; the
+// interrupted attempt is not counted.
+func (s *Store) releaseClaim(c claim, ids []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `
+		UPDATE files SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
+		WHERE claimed_by = $1 AND status = 'processing' AND ($2::uuid[] IS NULL OR id = ANY($2))`, c.token, ids)
+	if err != nil {
+		// The lease then expires on its own and the files are resumed later.
+		s.log.Warn("docs: cannot release a claim", "files", len(ids), "error", err)
+	}
+}
+
+// ---- deleting ----
+
+// deleteFile deletes a file with its chunks and stored bytes, and takes it
+// out of its conversation's counters, in one transaction.
+func (s *Store) deleteFile(ctx context.Context, id string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbError("docs: delete file", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var conv, status, model string
+	var chunks, write, uploaded int64
+	err = tx.QueryRow(ctx, `
+		DELETE FROM files f WHERE f.id = $1 AND `+visible+`
+		RETURNING f.conversation_id, f.status, f.embedding_model, f.chunk_count, f.write_seq, f.upload_seq`,
+		id).Scan(&conv, &status, &model, &chunks, &write, &uploaded)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return dbError("docs: delete file", err)
+	}
+	floors, err := lockConversations(ctx, tx, []string{conv})
+	if err != nil {
+		return err
+	}
+	if uploaded <= floors[conv] {
+		// Its conversation was deleted while this ran: the purge has it.
+		return fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
+	}
+	var watermark int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT watermark FROM vector_indexes WHERE embedding_model = $1), -1)`, model).Scan(&watermark); err != nil {
+		return dbError("docs: delete file", err)
+	}
+	ds := deltas{}
+	d := ds.of(conv)
+	d.move(status, "")
+	if status == StatusReady {
+		covered := int64(0)
+		if write <= watermark {
+			covered = chunks
+		}
+		d.addChunks(model, -chunks, -covered)
+		d.removed = append(d.removed, uuid.MustParse(id))
+	}
+	if _, err := applyDeltas(ctx, tx, ds); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbError("docs: delete file", err)
+	}
+	return nil
+}
+
+// deleteConversation makes a conversation's files disappear at once: it
+// records the deletion for the purge (see purge.go) and removes the
+// conversation's counters, in a transaction whose cost does not depend on
+// the number of files. It returns how many files the conversation held.
+func (s *Store) deleteConversation(ctx context.Context, conv string) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, dbError("docs: delete conversation", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The lock waits for the writes under way, whose files are then the
+	// deleted conversation's.
+	var files int64
+	err = tx.QueryRow(ctx, `
+		SELECT ready_files + processing_files + failed_files FROM conversation_stats
+		WHERE conversation_id = $1 FOR UPDATE`, conv).Scan(&files)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, dbError("docs: delete conversation", err)
+	}
+	floor, err := nextWrite(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO conversation_purges AS p (conversation_id, floor) VALUES ($1, $2)
+		ON CONFLICT (conversation_id) DO UPDATE SET floor = greatest(p.floor, excluded.floor), requested_at = now()`, conv, floor)
+	b.Queue(`DELETE FROM conversation_models WHERE conversation_id = $1`, conv)
+	b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = $1`, conv)
+	b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = $1`, conv)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return 0, dbError("docs: delete conversation", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, dbError("docs: delete conversation", err)
+	}
+	return int(files), nil
+}
+
+// purgeBatch is how many rows one purge statement deletes: a statement of
+// a few hundred milliseconds at most.
+const purgeBatch = 2000
+
+// purgeStep deletes up to purgeBatch chunks, then files, of the oldest
+// deleted conversation no other process is purging, and reports whether
+// there was work. When nothing of the deletion is left it removes its
+// record and corrects the counters of the conversation's new incarnation,
+// if any, from its files.
+func (s *Store) purgeStep(ctx context.Context) (bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var conv string
+	var floor int64
+	err = tx.QueryRow(ctx, `
+		SELECT conversation_id, floor FROM conversation_purges
+		ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&conv, &floor)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	// Chunks first, through their conversation's index; then the files,
+	// whose own chunks are then gone.
+	tag, err := tx.Exec(ctx, `
+		DELETE FROM chunks WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM chunks WHERE conversation_id = $1 AND write_seq <= $2 LIMIT $3))`, conv, floor, purgeBatch)
+	if err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	if tag.RowsAffected() == 0 {
+		tag, err = tx.Exec(ctx, `
+			DELETE FROM files WHERE id = ANY(ARRAY(
+				SELECT id FROM files WHERE conversation_id = $1 AND upload_seq <= $2 LIMIT $3))`, conv, floor, purgeBatch/4)
+		if err != nil {
+			return false, dbError("docs: purge", err)
+		}
+	}
+	if tag.RowsAffected() == 0 {
+		if err := s.finishPurge(ctx, tx, conv, floor); err != nil {
+			return false, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	return true, nil
+}
+
+// finishPurge removes the record of a finished purge and sets the counters
+// of the conversation's new incarnation, if it has one, from its files: a
+// write that raced with the deletion may have counted a file of the
+// deleted one.
+func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor int64) error {
+	if _, err := lockConversations(ctx, tx, []string{conv}); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM conversation_purges WHERE conversation_id = $1 AND floor = $2`, conv, floor)
+	b.Queue(`
+		UPDATE conversation_stats s
+		SET chunk_count = c.chunks, ready_files = c.ready, processing_files = c.processing, failed_files = c.failed,
+		    generation = CASE WHEN s.chunk_count = c.chunks THEN s.generation ELSE nextval('conversation_generation_seq') END
+		FROM (SELECT coalesce(sum(chunk_count) FILTER (WHERE status = 'ready'), 0) AS chunks,
+		             count(*) FILTER (WHERE status = 'ready') AS ready,
+		             count(*) FILTER (WHERE status = 'processing') AS processing,
+		             count(*) FILTER (WHERE status = 'failed') AS failed
+		      FROM files WHERE conversation_id = $1) c
+		WHERE s.conversation_id = $1`, conv)
+	b.Queue(`
+		WITH m AS (
+			SELECT embedding_model, sum(chunk_count) AS chunks FROM files
+			WHERE conversation_id = $1 AND status = 'ready' GROUP BY embedding_model)
+		UPDATE conversation_models cm SET chunks = m.chunks, covered = least(cm.covered, m.chunks)
+		FROM m WHERE cm.conversation_id = $1 AND cm.embedding_model = m.embedding_model AND cm.chunks <> m.chunks`, conv)
+	b.Queue(`
+		DELETE FROM conversation_models cm WHERE cm.conversation_id = $1
+		AND NOT EXISTS (SELECT FROM files f WHERE f.conversation_id = $1 AND f.status = 'ready' AND f.embedding_model = cm.embedding_model)`, conv)
+	b.Queue(`
+		DELETE FROM conversation_stats s WHERE s.conversation_id = $1
+		AND NOT EXISTS (SELECT FROM files f WHERE f.conversation_id = $1)`, conv)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return dbError("docs: purge", err)
+	}
+	return nil
+}
+
+// ---- re-embedding ----
+
+// storeReembedded swaps a ready file's chunk vectors for vecs, in the order
+// of ids, embedded by model, in one transaction; the file's chunks become a
+// new write, fresh for the new model's vector index. A file deleted
+// meanwhile has nothing left to move.
+func (s *Store) storeReembedded(ctx context.Context, fileID string, ids []string, vecs [][]float32, model string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dbError("store vectors", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	seq, err := nextWrite(ctx, tx)
+	if err != nil {
+		return err
+	}
+	var conv, old string
+	var chunks, oldWrite, oldWatermark int64
+	err = tx.QueryRow(ctx, `
+		WITH o AS (SELECT id, embedding_model, write_seq FROM files WHERE id = $1 AND status = 'ready' FOR UPDATE)
+		UPDATE files f SET embedding_model = $2, updated_at = now(), write_seq = $3
+		FROM o WHERE f.id = o.id AND `+visible+`
+		RETURNING f.conversation_id, o.embedding_model, f.chunk_count, o.write_seq,
+		          coalesce((SELECT watermark FROM vector_indexes v WHERE v.embedding_model = o.embedding_model), -1)`,
+		fileID, model, seq).Scan(&conv, &old, &chunks, &oldWrite, &oldWatermark)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return dbError("store vectors", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
+		return dbError("store vectors", err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"reembed"}, []string{"id", "embedding"},
+		pgx.CopyFromSlice(len(ids), func(i int) ([]any, error) {
+			return []any{ids[i], pgvector.NewVector(vecs[i])}, nil
+		})); err != nil {
+		return dbError("store vectors", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2, write_seq = $3
+		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, model, seq); err != nil {
+		return dbError("store vectors", err)
+	}
+	floors, err := lockConversations(ctx, tx, []string{conv})
+	if err != nil {
+		return err
+	}
+	_ = floors // a file of a deleted conversation is not visible above
+	ds := deltas{}
+	d := ds.of(conv)
+	covered := int64(0)
+	if oldWrite <= oldWatermark {
+		covered = chunks
+	}
+	d.addChunks(old, -chunks, -covered)
+	d.addChunks(model, chunks, 0)
+	d.moved = true
+	gens, err := applyDeltas(ctx, tx, ds)
+	if err != nil {
+		return err
+	}
+	// Keyword indexes rank the chunks of the current model only: the file
+	// is sent to them again, with its new model.
+	if _, err := tx.Exec(ctx, `UPDATE files SET ready_gen = $2 WHERE id = $1`, fileID, gens[conv]); err != nil {
+		return dbError("store vectors", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dbError("store vectors", err)
+	}
+	return nil
+}
+
+// ---- keyword postings of older files ----
+
+// savePostings writes back postings built for ready files stored without
+// them, and returns how many it wrote. Any process may: the value derives
+// from the chunks, which do not change while the file is ready. A file
+// locked by another transaction (being deleted, or written back by another
+// process) is skipped rather than waited for, so this never blocks nor
+// deadlocks a writer.
+func savePostings(ctx context.Context, q querier, built map[uuid.UUID][]byte) (int, error) {
+	ids := make([]uuid.UUID, 0, len(built))
+	values := make([][]byte, 0, len(built))
+	for id, p := range built {
+		ids = append(ids, id)
+		values = append(values, p)
+	}
+	tag, err := q.Exec(ctx, `
+		WITH todo AS (
+			SELECT id FROM files
+			WHERE id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
+			ORDER BY id
+			FOR UPDATE SKIP LOCKED)
+		UPDATE files f SET keyword_postings = v.p
+		FROM todo JOIN unnest($1::uuid[], $2::bytea[]) AS v(id, p) ON v.id = todo.id
+		WHERE f.id = todo.id`, ids, values)
+	if err != nil {
+		return 0, dbError("docs: keyword postings", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// buildPostings makes the keyword postings of files from their chunks'
+// tsvectors, as PostgreSQL computed them.
+func buildPostings(ctx context.Context, q querier, files []uuid.UUID) (map[uuid.UUID][]byte, error) {
+	builders := make(map[uuid.UUID]*keyword.Builder, len(files))
+	for _, id := range files {
+		builders[id] = keyword.NewBuilder()
+	}
+	// The tsvectors come in PostgreSQL's binary form, the cheapest form to
+	// send and to read.
+	rows, err := q.Query(ctx, `
+		SELECT file_id, id, tsv FROM chunks
+		WHERE file_id = ANY($1)
+		ORDER BY file_id, ordinal`,
+		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode, pgx.BinaryFormatCode}, files)
+	if err != nil {
+		return nil, dbError("docs: keyword postings", err)
+	}
+	defer rows.Close()
+	var file, id uuid.UUID
+	for rows.Next() {
+		if err := rows.Scan(&file, &id, nil); err != nil {
+			return nil, dbError("docs: keyword postings", err)
+		}
+		if err := builders[file].Add(id, rows.RawValues()[2]); err != nil {
+			return nil, fmt.Errorf("docs: keyword postings: chunk %s: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("docs: keyword postings", err)
+	}
+	out := make(map[uuid.UUID][]byte, len(files))
+	for id, b := range builders {
+		out[id] = b.Bytes()
+	}
+	return out, nil
+}
