@@ -309,6 +309,16 @@ func TestRankGoesDeeperThanTopK(t *testing.T) {
 		if fmt.Sprint(hitIDs(hits[:len(top)])) != fmt.Sprint(hitIDs(top)) && mode != Hybrid {
 			t.Errorf("%s: Rank's first %d hits differ from Search's", mode, len(top))
 		}
+		// Rank names each hit's file, as Search does.
+		files := map[string]string{}
+		for _, h := range top {
+			files[h.ChunkID] = h.FileID
+		}
+		for _, h := range hits {
+			if h.FileID == "" || (files[h.ChunkID] != "" && files[h.ChunkID] != h.FileID) {
+				t.Fatalf("%s: Rank gives chunk %s the file %q; Search %q", mode, h.ChunkID, h.FileID, files[h.ChunkID])
+			}
+		}
 	}
 	for _, depth := range []int{0, MaxRankDepth + 1} {
 		if _, err := s.Rank(ctx, Query{Text: "server", ConversationID: "deep"}, depth); !errors.Is(err, ErrInvalidArgument) {

@@ -51,7 +51,7 @@ func (s *Store) keywordRanking(ctx context.Context, conv string, st convState, t
 	hits := ix.Search(terms, model, depth, keyword.Params{K1: s.opts.BM25K1, B: s.opts.BM25B})
 	out := make([]candidate, len(hits))
 	for i, h := range hits {
-		out[i] = candidate{id: h.ID.String(), score: h.Score, keyword: true}
+		out[i] = candidate{id: h.ID.String(), fileID: h.File.String(), score: h.Score, keyword: true}
 	}
 	return out, nil
 }

@@ -108,10 +108,12 @@ type Hit struct {
 
 // candidate is a chunk in one ranking, before its content is fetched.
 type candidate struct {
-	id         string
+	id, fileID string
 	similarity float64
 	score      float64
 	keyword    bool
+	// vector is set when the vector ranking computed similarity.
+	vector bool
 }
 
 // Search returns the conversation's chunks that best match q, best first.
@@ -150,7 +152,7 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.search(ctx, q, q.TopK)
+	return s.search(ctx, q, q.TopK, true)
 }
 
 // MaxRankDepth is the deepest ranking Rank returns.
@@ -158,7 +160,11 @@ const MaxRankDepth = 1000
 
 // Rank is Search returning up to depth hits (at most MaxRankDepth) rather
 // than q.TopK, which it ignores: evaluation measures recall deeper than a
-// tool call may ask for.
+// tool call may ask for. It returns the ranking alone: each hit's ChunkID,
+// FileID and Score, and its Similarity where the vector ranking computed
+// it (Vector and Hybrid modes; 0 for a chunk only the keyword ranking
+// found); the other fields are left empty, so that a ranking hundreds deep
+// costs about what a search of a few hits does.
 func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
 	if depth < 1 || depth > MaxRankDepth {
 		return nil, fmt.Errorf("docs: rank: %w: depth %d is outside 1..%d", ErrInvalidArgument, depth, MaxRankDepth)
@@ -168,13 +174,14 @@ func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.search(ctx, q, depth)
+	return s.search(ctx, q, depth, false)
 }
 
 // search runs a checked query for up to k hits: it reads what it needs of
 // the conversation (one round trip, whatever its size), asks the keyword
-// index and pgvector for their rankings, fuses them, and fetches the hits.
-func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
+// index and pgvector for their rankings, fuses them, and, with fetch set,
+// fetches the hits' text and places.
+func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, error) {
 	emb := s.Embedder()
 	out, err := emb.Embed(ctx, []string{q.Text})
 	if err != nil {
@@ -245,6 +252,13 @@ func (s *Store) search(ctx context.Context, q Query, k int) ([]Hit, error) {
 	}
 	if len(ranked) > k {
 		ranked = ranked[:k]
+	}
+	if !fetch {
+		hits := make([]Hit, len(ranked))
+		for i, c := range ranked {
+			hits[i] = Hit{ChunkID: c.id, FileID: c.fileID, Similarity: c.similarity, Score: c.score}
+		}
+		return hits, nil
 	}
 	return details(ctx, tx, m, qv, ranked)
 }
@@ -520,7 +534,7 @@ func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, er
 // planner can use it.
 func vectorSQL(m modelSpec, watermark, floor int64) string {
 	return fmt.Sprintf(`
-		SELECT id::text, 1 - (%[1]s <=> $1::vector::%[2]s)
+		SELECT id::text, file_id::text, 1 - (%[1]s <=> $1::vector::%[2]s)
 		FROM chunks
 		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2 AND write_seq > %[5]d
 		ORDER BY %[1]s <=> $1::vector::%[2]s
@@ -535,23 +549,23 @@ func vectorSQL(m modelSpec, watermark, floor int64) string {
 func exactVectorSQL(m modelSpec, watermark int64) string {
 	return fmt.Sprintf(`
 		WITH d AS MATERIALIZED (
-			SELECT id, %[1]s <=> $1::vector::%[2]s AS distance
+			SELECT id, file_id, %[1]s <=> $1::vector::%[2]s AS distance
 			FROM chunks
 			WHERE conversation_id = $2 AND embedding_model = %[3]s AND write_seq > %[4]d
 		)
-		SELECT id::text, 1 - distance FROM d ORDER BY distance LIMIT $3`,
+		SELECT id::text, file_id::text, 1 - distance FROM d ORDER BY distance LIMIT $3`,
 		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark)
 }
 
-// collectCandidates reads rows of (id, similarity).
+// collectCandidates reads rows of (id, file id, similarity).
 func collectCandidates(rows pgx.Rows, err error) ([]candidate, error) {
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
+		c := candidate{vector: true}
 		var sim *float64
-		if err := r.Scan(&c.id, &sim); err != nil {
+		if err := r.Scan(&c.id, &c.fileID, &sim); err != nil {
 			return c, err
 		}
 		c.similarity = cleanSimilarity(sim)
@@ -583,7 +597,7 @@ func fuse(vector, keyword []candidate, vectorWeight, threshold float64) []candid
 		for i, c := range list {
 			f, ok := byID[c.id]
 			if !ok {
-				f = &candidate{id: c.id, similarity: c.similarity}
+				f = &candidate{id: c.id, fileID: c.fileID, similarity: c.similarity, vector: c.vector}
 				byID[c.id] = f
 				order = append(order, f)
 			}

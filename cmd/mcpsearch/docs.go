@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -142,8 +141,10 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 
 func runIngest(ctx context.Context, env *environment, args []string) error {
 	var conv string
+	var verbose bool
 	cfg, fs, err := loadConfig(env, "ingest", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&conv, "conversation", "", "conversation the files belong to (required)")
+		fs.BoolVar(&verbose, "verbose", false, "list every file ingested or already present, not only those skipped or failed")
 	})
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 	}
 	paths = append(paths, urls...)
 	if len(paths) == 0 {
-		p := &progress{w: env.stderr, start: time.Now(), skipped: len(skips)}
+		p := newProgress(env.stderr, false, false, 0, len(skips))
 		p.listSkipped(skips)
 		p.summary(env.stdout, conv)
 		return errors.New("no supported files (PDF, text, Markdown, HTML) under the given paths")
@@ -181,7 +182,7 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer in.Close()
-	return ingestFiles(ctx, env, in, conv, paths, skips, cfg)
+	return ingestFiles(ctx, env, in, conv, paths, skips, cfg, verbose)
 }
 
 // skip is a file or folder that ingest leaves out, and why.
@@ -304,27 +305,6 @@ func readHead(p string) ([]byte, error) {
 	return head[:n], nil
 }
 
-// readUpload reads the file at p unless it is larger than maxBytes, which
-// would only be refused after filling memory.
-func readUpload(p string, maxBytes int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	if info.Size() > maxBytes {
-		return nil, fmt.Errorf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), maxBytes>>20)
-	}
-	return io.ReadAll(f)
-}
-
 // errText is the cause of a file system error without the path, which the
 // caller prints already.
 func errText(err error) string {
@@ -339,98 +319,57 @@ func megabytes(n int64) string {
 	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }
 
-// progress reports ingestion: a redrawn bar on a terminal, one line per
-// file otherwise. Every line is cleaned: names and error texts may hold
-// bytes from the files.
-type progress struct {
-	w       io.Writer
-	tty     bool
-	total   int
-	start   time.Time
-	skipped int
-	mu      sync.Mutex
-	done    int
-	ready   int
-	present int
-	failed  int
-	pages   int
-	chunks  int
-}
-
-func (p *progress) listSkipped(skips []skip) {
-	for _, s := range skips {
-		fmt.Fprintln(p.w, extract.CleanMessage(fmt.Sprintf("skipped %s: %s", s.path, s.reason)))
-	}
-}
-
-func (p *progress) file(name string, f docs.File, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done++
-	var line string
-	switch {
-	case err != nil:
-		p.failed++
-		line = fmt.Sprintf("failed  %s: %v", name, err)
-	case f.Status == "failed":
-		p.failed++
-		line = fmt.Sprintf("failed  %s: %s", name, f.Error)
-	case f.Duplicate:
-		p.present++
-		line = fmt.Sprintf("exists  %s (id %s, already uploaded)", name, f.ID)
-	default:
-		p.ready++
-		p.pages += f.PageCount
-		p.chunks += f.ChunkCount
-		line = fmt.Sprintf("ready   %s: %d pages, %d chunks (id %s)", name, f.PageCount, f.ChunkCount, f.ID)
-	}
-	line = extract.CleanMessage(line)
-	if !p.tty {
-		fmt.Fprintln(p.w, line)
-		return
-	}
-	rate := float64(p.chunks) / max(time.Since(p.start).Seconds(), 0.001)
-	width := 24
-	filled := width * p.done / p.total
-	fmt.Fprintf(p.w, "\r\033[K%s\n\r[%s%s] files %d/%d  pages %d  chunks %d  %.0f chunks/s",
-		line, strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.done, p.total, p.pages, p.chunks, rate)
-	if p.done == p.total {
-		fmt.Fprintln(p.w)
-	}
-}
-
-// summary writes the closing line: what became of every file.
-func (p *progress) summary(w io.Writer, conv string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintln(w, extract.CleanMessage(fmt.Sprintf("%d ingested, %d already present, %d failed, %d skipped; %d pages, %d chunks in %.1fs into conversation %s",
-		p.ready, p.present, p.failed, p.skipped, p.pages, p.chunks, time.Since(p.start).Seconds(), conv)))
-}
-
-func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, skips []skip, cfg config.Config) error {
+// ingestFiles ingests local files and URLs into conv and reports each one's
+// outcome through a progress reporter. Local files are read, embedded and
+// stored several at a time (docs.Ingester.IngestAll), so that a folder of
+// many small files goes as fast as a few large ones; an interrupted run
+// stored whole files only, and a second run skips them as already present.
+func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, skips []skip, cfg config.Config, verbose bool) error {
 	tty := false
 	if f, ok := env.stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	p := &progress{w: env.stderr, tty: tty, total: len(paths), start: time.Now(), skipped: len(skips)}
+	p := newProgress(env.stderr, tty, verbose, len(paths), len(skips))
 	p.listSkipped(skips)
-	// Failures are counted by p, not returned, so every file is tried.
-	_ = forEach(ctx, len(paths), cfg.Workers, func(i int) error {
-		var f docs.File
-		var err error
-		if strings.HasPrefix(paths[i], "http://") || strings.HasPrefix(paths[i], "https://") {
-			f, err = ingestURL(ctx, in, cfg, conv, paths[i])
+	var local, urls []string
+	for _, path := range paths {
+		if strings.HasPrefix(path, "http://") || strings.HasPrefix(path, "https://") {
+			urls = append(urls, path)
 		} else {
-			var data []byte
-			data, err = readUpload(paths[i], cfg.MaxFileBytes)
-			if err == nil {
-				f, err = in.Ingest(ctx, conv, filepath.Base(paths[i]), "", data)
-			}
+			local = append(local, path)
 		}
+	}
+	i := 0
+	next := func() (docs.Upload, bool) {
+		for i < len(local) {
+			path := local[i]
+			i++
+			// A file named explicitly may be anything: what cannot be
+			// read as an upload is reported here, without reading it.
+			if err := checkUpload(path, cfg.MaxFileBytes); err != nil {
+				p.file(path, docs.File{}, err)
+				continue
+			}
+			return docs.Upload{ConversationID: conv, FileName: filepath.Base(path), Path: path}, true
+		}
+		return docs.Upload{}, false
+	}
+	err := in.IngestAll(ctx, next, func(u docs.Upload, f docs.File, err error) {
 		if err != nil {
 			err = errors.New(errText(err))
 		}
-		p.file(paths[i], f, err)
+		p.file(u.Path, f, err)
+	})
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	// Failures are counted by p, not returned, so every page is tried.
+	_ = forEach(ctx, len(urls), cfg.Workers, func(i int) error {
+		f, err := ingestURL(ctx, in, cfg, conv, urls[i])
+		if err != nil {
+			err = errors.New(errText(err))
+		}
+		p.file(urls[i], f, err)
 		return nil
 	})
 	p.summary(env.stdout, conv)
@@ -441,8 +380,24 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 		fmt.Fprintf(env.stderr, "%d chunks are not in the vector index yet (searchable, ranked exactly meanwhile); "+
 			"a running server builds it once uploads pause, or run mcpsearch index\n", state.Fresh)
 	}
-	if p.failed > 0 {
-		return fmt.Errorf("%d of %d files failed", p.failed, p.total)
+	if failed := p.failures(); failed > 0 {
+		return fmt.Errorf("%d of %d files failed", failed, len(paths))
+	}
+	return nil
+}
+
+// checkUpload refuses, before it is read, a file that is not a regular
+// file or is larger than maxBytes, which would only be refused after
+// filling memory.
+func checkUpload(p string, maxBytes int64) error {
+	info, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return errors.New(errText(err))
+	case !info.Mode().IsRegular():
+		return errors.New("not a regular file")
+	case info.Size() > maxBytes:
+		return fmt.Errorf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), maxBytes>>20)
 	}
 	return nil
 }

@@ -99,6 +99,15 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		defer bw.Flush()
 		run = bw
 	}
+	// Rankings name files by id: the corpus documents they hold.
+	files, err := st.ListFiles(ctx, conv)
+	if err != nil {
+		return err
+	}
+	docOf := make(map[string]string, len(files))
+	for _, f := range files {
+		docOf[f.ID] = strings.TrimSuffix(f.FileName, evalSuffix)
+	}
 	var results []eval.Result
 	truncated := map[string]bool{}
 	for _, mode := range ms {
@@ -122,7 +131,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 			var ids []string
 			seen := map[string]bool{}
 			for _, h := range hits {
-				id := strings.TrimSuffix(h.FileName, evalSuffix)
+				id := docOf[h.FileID]
 				if !seen[id] {
 					seen[id] = true
 					ids = append(ids, id)

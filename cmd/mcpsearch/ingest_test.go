@@ -76,7 +76,7 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 		want["locked"] = "unreadable: permission denied"
 	}
 
-	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "walk", dir)
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "walk", "--verbose", dir)
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 files failed") {
 		t.Fatalf("ingest: %v, want the file with an escape in its name to fail\nstdout %s\nstderr %s", err, out, errOut)
 	}
@@ -106,7 +106,7 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 	// Files named explicitly are tried whatever they look like; what the
 	// ingester refuses is a failure, reported without the file's bytes.
 	write("report.pdf", []byte("%PDF-1.7\n\x00\x01\x1b[2J\xff\xfe garbage that is no PDF \x00\x07"))
-	out, errOut, err = runCLI(t, vars, "ingest", "--conversation", "walk",
+	out, errOut, err = runCLI(t, vars, "ingest", "--conversation", "walk", "--verbose",
 		filepath.Join(dir, "image.png"), filepath.Join(dir, "report.pdf"), filepath.Join(dir, "notes", "a.md"), filepath.Join(dir, "big.txt"))
 	if err == nil || exitCode(err) != 1 {
 		t.Fatalf("explicit files: err %v, want failures (exit 1)\nstderr %s", err, errOut)

@@ -32,9 +32,10 @@ type Params struct {
 	K1, B float64
 }
 
-// Hit is a chunk of a keyword ranking.
+// Hit is a chunk of a keyword ranking: its id, its file's, and its score.
 type Hit struct {
 	ID    uuid.UUID
+	File  uuid.UUID
 	Score float64
 }
 
@@ -77,6 +78,11 @@ type Index struct {
 	generation int64
 	// files maps each indexed file to its chunks: a range of chunk numbers.
 	files map[uuid.UUID]chunkRange
+	// starts and owners name the file of every chunk: owners[i] holds the
+	// chunks from starts[i] up to the next start, in the order files were
+	// added.
+	starts []int32
+	owners []uuid.UUID
 	// Per chunk, by number: id, length in lexeme occurrences, model number
 	// (dead for a removed file's).
 	ids    []uuid.UUID
@@ -195,6 +201,9 @@ func (ix *Index) apply(ch Changes) error {
 		sg := segs[i]
 		sg.base = int32(len(ix.ids))
 		ix.files[f.ID] = chunkRange{start: sg.base, n: sg.n}
+		if sg.n > 0 {
+			ix.starts, ix.owners = append(ix.starts, sg.base), append(ix.owners, f.ID)
+		}
 		ix.ids = append(ix.ids, sg.ids...)
 		ix.doclen = append(ix.doclen, sg.doclen...)
 		for _, l := range sg.doclen {
@@ -281,7 +290,7 @@ func (ix *Index) Bytes() int64 {
 func (ix *Index) bytes() int64 {
 	n := int64(bytesPerIndex)
 	n += int64(cap(ix.ids))*16 + int64(cap(ix.doclen))*4 + int64(cap(ix.model))*2
-	n += int64(len(ix.files)) * bytesPerFile
+	n += int64(len(ix.files))*bytesPerFile + int64(cap(ix.starts))*4 + int64(cap(ix.owners))*16
 	for _, m := range ix.models {
 		n += 16 + int64(len(m))
 	}
@@ -368,9 +377,18 @@ func (ix *Index) Search(terms []Term, model string, depth int, p Params) []Hit {
 	out := make([]Hit, h.Len())
 	for i := len(out) - 1; i >= 0; i-- {
 		sc := heap.Pop(h).(scored)
-		out[i] = Hit{ID: ix.ids[sc.doc], Score: sc.score}
+		out[i] = Hit{ID: ix.ids[sc.doc], File: ix.owner(sc.doc), Score: sc.score}
 	}
 	return out
+}
+
+// owner returns the file of chunk doc. The caller holds a lock.
+func (ix *Index) owner(doc int32) uuid.UUID {
+	i, found := slices.BinarySearch(ix.starts, doc)
+	if !found {
+		i--
+	}
+	return ix.owners[i]
 }
 
 // match is one segment's postings of a query term.

@@ -81,10 +81,12 @@ func (f file) keyword(t testing.TB) File {
 func bruteForce(files []file, terms []Term, model string, depth int) []Hit {
 	var all []chunk
 	models := map[uuid.UUID]string{}
+	owners := map[uuid.UUID]uuid.UUID{}
 	for _, f := range files {
 		for _, c := range f.chunks {
 			all = append(all, c)
 			models[c.id] = f.model
+			owners[c.id] = f.id
 		}
 	}
 	if len(all) == 0 {
@@ -123,7 +125,7 @@ func bruteForce(files []file, terms []Term, model string, depth int) []Hit {
 			score += float64(t.Count) * idf * (params.K1 + 1) * tf / (tf + params.K1*(1-params.B+params.B*dl/avgdl))
 		}
 		if matched {
-			hits = append(hits, Hit{ID: c.id, Score: score})
+			hits = append(hits, Hit{ID: c.id, File: owners[c.id], Score: score})
 		}
 	}
 	sort.Slice(hits, func(i, j int) bool {
@@ -143,7 +145,7 @@ func sameHits(got, want []Hit) bool {
 		return false
 	}
 	for i := range got {
-		if got[i].ID != want[i].ID || math.Abs(got[i].Score-want[i].Score) > 1e-9*max(1, math.Abs(want[i].Score)) {
+		if got[i].ID != want[i].ID || got[i].File != want[i].File || math.Abs(got[i].Score-want[i].Score) > 1e-9*max(1, math.Abs(want[i].Score)) {
 			return false
 		}
 	}

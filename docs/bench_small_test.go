@@ -1,0 +1,267 @@
+package docs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+)
+
+// Environment of BenchmarkSmallFiles.
+const (
+	// envSmallFiles, set to 1, runs it; it takes several minutes.
+	envSmallFiles = "MCPSEARCH_BENCH_SMALL"
+	// envSmallFilesCount sets the number of one-passage files (default
+	// 100,000).
+	envSmallFilesCount = "MCPSEARCH_BENCH_SMALL_FILES"
+	// envSmallFilesDir names a folder of text files to use as the
+	// passages instead of generated text, one passage a file, as many as
+	// it holds up to the count.
+	envSmallFilesDir = "MCPSEARCH_BENCH_SMALL_DIR"
+)
+
+// BenchmarkSmallFiles measures the shape of a folder of notes, a wiki
+// export or a mail archive: 100,000 one-chunk files in one conversation,
+// against the same text in 1,000 files in another, in one database and one
+// run. It prints, for each shape, the ingestion rate through IngestAll
+// (what mcpsearch ingest uses), search latency per mode at top 10 and 400
+// deep (what mcpsearch eval ranks), the cost of listing and deleting the
+// conversation, and what a server runs against the database while idle:
+//
+//	MCPSEARCH_BENCH_SMALL=1 go test -run '^$' -bench BenchmarkSmallFiles -benchtime 1x -timeout 60m ./docs/
+func BenchmarkSmallFiles(b *testing.B) {
+	if os.Getenv(envSmallFiles) != "1" {
+		b.Skipf("set %s=1 to ingest and search 100,000 small files", envSmallFiles)
+	}
+	n := 100_000
+	if v := os.Getenv(envSmallFilesCount); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			b.Fatalf("%s=%q: want a number of at least 1000", envSmallFilesCount, v)
+		}
+	}
+	passages := smallPassages(b, n)
+	n = len(passages)
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// No background index builds: the benchmark builds the index once
+	// both shapes are stored, as mcpsearch index would.
+	s := openStore(b, pgtest.NewDatabase(b), emb, IngestOptions{Index: IndexPolicy{Interval: -1}})
+	ctx := context.Background()
+
+	type shape struct {
+		conv  string
+		files []Upload
+	}
+	per := n / 1000
+	var large []Upload
+	for i := 0; i < n; i += per {
+		large = append(large, Upload{ConversationID: "files-1k", FileName: fmt.Sprintf("%04d.txt", i/per),
+			Data: []byte(strings.Join(passages[i:min(i+per, n)], "\n\n"))})
+	}
+	small := make([]Upload, n)
+	for i, p := range passages {
+		small[i] = Upload{ConversationID: fmt.Sprintf("files-%dk", n/1000), FileName: fmt.Sprintf("%06d.txt", i), Data: []byte(p)}
+	}
+	shapes := []shape{{"files-1k", large}, {small[0].ConversationID, small}}
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%d passages of %d characters on average; local embedder, %d workers\n\n", n, avgLen(passages), s.Ingester.opts.Workers)
+	fmt.Fprintf(&report, "%-12s %8s %8s %9s %10s %10s\n", "conversation", "files", "chunks", "seconds", "files/s", "chunks/s")
+	for _, sh := range shapes {
+		var chunks atomic.Int64
+		var failed atomic.Int64
+		i := 0
+		t0 := time.Now()
+		err := s.IngestAll(ctx, func() (Upload, bool) {
+			if i == len(sh.files) {
+				return Upload{}, false
+			}
+			i++
+			return sh.files[i-1], true
+		}, func(_ Upload, f File, err error) {
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			chunks.Add(int64(f.ChunkCount))
+		})
+		took := time.Since(t0)
+		if err != nil || failed.Load() > 0 {
+			b.Fatalf("ingest %s: %v, %d files failed", sh.conv, err, failed.Load())
+		}
+		fmt.Fprintf(&report, "%-12s %8d %8d %9.1f %10.0f %10.0f\n", sh.conv, len(sh.files), chunks.Load(), took.Seconds(),
+			float64(len(sh.files))/took.Seconds(), float64(chunks.Load())/took.Seconds())
+	}
+	t0 := time.Now()
+	if _, err := s.BuildIndex(ctx, IndexPolicy{}, true); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintf(&report, "vector index over both: %.1f s\n", time.Since(t0).Seconds())
+	if _, err := s.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+
+	queries := smallQueries(passages, 200)
+	fmt.Fprintf(&report, "\n%-12s %-8s %9s %9s %11s %11s %7s\n", "conversation", "mode", "top10 p50", "top10 p99", "rank400 p50", "rank400 p99", "ratio")
+	for _, sh := range shapes {
+		for _, mode := range Modes() {
+			top := searchLatencies(b, s, sh.conv, mode, queries, 10)
+			deep := searchLatencies(b, s, sh.conv, mode, queries, 400)
+			fmt.Fprintf(&report, "%-12s %-8s %9s %9s %11s %11s %6.1fx\n", sh.conv, mode, percentile(top, 0.5), percentile(top, 0.99),
+				percentile(deep, 0.5), percentile(deep, 0.99), float64(medianOf(deep))/float64(medianOf(top)))
+		}
+	}
+
+	// What a server runs while nobody calls it: its workers look for
+	// files to process, its background work for deleted conversations to
+	// purge and for a vector index build that is due.
+	c := newClaim(time.Minute)
+	idle := []struct {
+		name string
+		run  func() error
+	}{
+		{"claim files to process (every 5 s per worker)", func() error { _, _, err := s.claimFiles(ctx, c, claimMaxFiles, claimBytes); return err }},
+		{"look for a conversation to purge (every 5 s)", func() error { _, err := s.purgeStep(ctx); return err }},
+		{"check whether an index build is due (every 5 s)", func() error { _, err := s.buildCandidate(ctx, 2000); return err }},
+	}
+	fmt.Fprintf(&report, "\nwhile idle, with %d files in the database:\n", len(large)+n)
+	for _, st := range idle {
+		lat := make([]time.Duration, 0, 50)
+		for range 50 {
+			t := time.Now()
+			if err := st.run(); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t))
+		}
+		fmt.Fprintf(&report, "  %-50s p50 %s, p99 %s\n", st.name, percentile(lat, 0.5), percentile(lat, 0.99))
+	}
+
+	lat := make([]time.Duration, 0, 50)
+	for range 50 {
+		t := time.Now()
+		if _, err := s.ListConversations(ctx, nil, 50); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	fmt.Fprintf(&report, "list_conversations: p50 %s, p99 %s\n", percentile(lat, 0.5), percentile(lat, 0.99))
+	for _, sh := range shapes {
+		t := time.Now()
+		files, err := s.DeleteConversation(ctx, sh.conv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		deleted := time.Since(t)
+		t = time.Now()
+		steps := 0
+		if err := s.Purge(ctx, func(n int) { steps = n }); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&report, "delete %s (%d files): %s, then its rows purged in %.1f s (%d steps)\n", sh.conv, files, round(deleted), time.Since(t).Seconds(), steps)
+	}
+	fmt.Print(report.String())
+}
+
+// smallPassages returns n passages: the text files of the folder
+// envSmallFilesDir names, or generated ones of 40 to 100 words.
+func smallPassages(b *testing.B, n int) []string {
+	b.Helper()
+	dir := os.Getenv(envSmallFilesDir)
+	if dir == "" {
+		c := newCorpus(11)
+		out := make([]string, n)
+		for i := range out {
+			out[i] = c.text(40 + c.r.IntN(61))
+		}
+		return out
+	}
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || len(out) == n {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if t := strings.TrimSpace(string(data)); t != "" {
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(out) < 1000 {
+		b.Fatalf("%s holds %d text files; want at least 1,000", dir, len(out))
+	}
+	return out
+}
+
+// smallQueries returns n queries of three words taken from passages, so that
+// each has matches.
+func smallQueries(passages []string, n int) []string {
+	c := newCorpus(12)
+	out := make([]string, n)
+	for i := range out {
+		words := strings.Fields(passages[c.r.IntN(len(passages))])
+		k := c.r.IntN(max(len(words)-3, 1))
+		out[i] = strings.Trim(strings.Join(words[k:min(k+3, len(words))], " "), ".,;:")
+	}
+	return out
+}
+
+// searchLatencies runs every query at depth (Search for up to MaxTopK,
+// Rank beyond), once to warm up, then measured.
+func searchLatencies(b *testing.B, s *testStore, conv string, mode Mode, queries []string, depth int) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, len(queries))
+	for pass := range 2 {
+		for _, q := range queries {
+			query := Query{Text: q, ConversationID: conv, Mode: mode, Threshold: new(0.0)}
+			t := time.Now()
+			var err error
+			if depth <= MaxTopK {
+				query.TopK = depth
+				_, err = s.Search(ctx, query)
+			} else {
+				_, err = s.Rank(ctx, query, depth)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pass == 1 {
+				lat = append(lat, time.Since(t))
+			}
+		}
+	}
+	return lat
+}
+
+func medianOf(lat []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func avgLen(ps []string) int {
+	total := 0
+	for _, p := range ps {
+		total += len([]rune(p))
+	}
+	return total / len(ps)
+}
