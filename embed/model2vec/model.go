@@ -447,21 +447,29 @@ func (m *Model) pool(acc []float64, ids []int32) []float32 {
 			w = m.weights[id]
 		}
 		off := row * d
+		// Slicing the row to len(acc) lets the compiler drop the
+		// bounds checks of the inner loops.
 		switch m.dtype {
 		case safetensors.F32:
-			r := m.f32[off : off+d]
-			for k, x := range r {
-				acc[k] += float64(x) * w
+			r := m.f32[off:][:len(acc)]
+			if w == 1 {
+				for k := range acc {
+					acc[k] += float64(r[k])
+				}
+				continue
+			}
+			for k := range acc {
+				acc[k] += float64(r[k]) * w
 			}
 		case safetensors.F16:
-			r := m.f16[off : off+d]
-			for k, x := range r {
-				acc[k] += float64(m.half[x]) * w
+			r := m.f16[off:][:len(acc)]
+			for k := range acc {
+				acc[k] += float64(m.half[r[k]]) * w
 			}
 		case safetensors.I8:
-			r := m.i8[off : off+d]
-			for k, x := range r {
-				acc[k] += float64(x) * w
+			r := m.i8[off:][:len(acc)]
+			for k := range acc {
+				acc[k] += float64(r[k]) * w
 			}
 		}
 	}
