@@ -194,3 +194,27 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParse checks that no tokenizer.json, however malformed, panics Parse
+// or the encoder of a tokenizer it accepts.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"small-cased.tokenizer.json", "small-strip.tokenizer.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"model":{"type":"WordPiece","vocab":{"[UNK]":0},"max_input_chars_per_word":-1},"added_tokens":[{"id":1,"content":" "}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := Parse(data)
+		if err != nil {
+			return
+		}
+		for _, id := range tok.Encode(nil, "New York <mask> cat İß東京 café [CLS]") {
+			if id < 0 || int(id) >= tok.VocabSize() {
+				t.Fatalf("id %d out of range", id)
+			}
+		}
+	})
+}
