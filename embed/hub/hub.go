@@ -10,6 +10,7 @@ package hub
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +57,11 @@ type File struct {
 	// SHA256 is the hex SHA-256 of the file's contents (for a Git LFS file,
 	// its LFS object id).
 	SHA256 string `json:"sha256"`
+	// GitOID is the hex SHA-1 git gives the file as a blob, which is all
+	// the hub says of a file not stored with LFS. It is used when SHA256 is
+	// empty; the SHA-256 is then computed on download and written to the
+	// manifest.
+	GitOID string `json:"git_oid,omitempty"`
 }
 
 // Snapshot is a set of files of one repository at one commit.
@@ -81,6 +87,7 @@ var (
 	repoRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	revRE  = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	shaRE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	oidRE  = regexp.MustCompile(`^[0-9a-f]{40}$`)
 )
 
 // Validate checks that s names a repository, a commit and files with sizes
@@ -105,8 +112,8 @@ func (s Snapshot) Validate() error {
 			return fmt.Errorf("%w: file %q listed twice", ErrSnapshot, f.Name)
 		}
 		seen[f.Name] = true
-		if f.Size <= 0 || !shaRE.MatchString(f.SHA256) {
-			return fmt.Errorf("%w: file %q needs a size and a hex SHA-256", ErrSnapshot, f.Name)
+		if f.Size <= 0 || !shaRE.MatchString(f.SHA256) && !(f.SHA256 == "" && oidRE.MatchString(f.GitOID)) {
+			return fmt.Errorf("%w: file %q needs a size and a hex SHA-256 (or git blob id)", ErrSnapshot, f.Name)
 		}
 	}
 	return nil
@@ -135,17 +142,45 @@ type Client struct {
 	UserAgent string
 }
 
+func (c *Client) base() string {
+	if c.BaseURL == "" {
+		return DefaultBaseURL
+	}
+	return strings.TrimRight(c.BaseURL, "/")
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP == nil {
+		return http.DefaultClient
+	}
+	return c.HTTP
+}
+
+func (c *Client) request(ctx context.Context, u string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	return req, nil
+}
+
 // fileURL is where the hub serves a file of a repository at a revision.
 func (c *Client) fileURL(s Snapshot, name string) string {
-	base := c.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
+	return c.base() + "/" + s.Repo + "/resolve/" + s.Revision + "/" + escapePath(name)
+}
+
+func escapePath(name string) string {
 	parts := strings.Split(name, "/")
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
 	}
-	return strings.TrimRight(base, "/") + "/" + s.Repo + "/resolve/" + s.Revision + "/" + strings.Join(parts, "/")
+	return strings.Join(parts, "/")
 }
 
 // StagingDir is where Install keeps an unfinished download of dest.
@@ -175,11 +210,17 @@ func (c *Client) Install(ctx context.Context, s Snapshot, dest string, progress 
 	}
 
 	p := &progressState{fn: progress, total: s.Bytes()}
-	for _, f := range s.Files {
-		if err := c.download(ctx, s, f, staging, p); err != nil {
+	installed := s
+	installed.Files = make([]File, len(s.Files))
+	for i, f := range s.Files {
+		sum, err := c.download(ctx, s, f, staging, p)
+		if err != nil {
 			return fmt.Errorf("install %s@%s: %w", s.Repo, s.Revision, err)
 		}
+		installed.Files[i] = f
+		installed.Files[i].SHA256 = sum
 	}
+	s = installed
 	if err := writeManifest(staging, s); err != nil {
 		return fmt.Errorf("install %s: %w", s.Repo, err)
 	}
@@ -233,28 +274,55 @@ func (p *progressState) add(n int64, force bool) {
 	}
 }
 
-// download brings one file to staging, resuming a partial copy.
-func (c *Client) download(ctx context.Context, s Snapshot, f File, staging string, p *progressState) error {
+// fileHash computes both digests a file may be checked against: SHA-256,
+// and git's blob id (SHA-1 of a "blob <size>" header and the contents).
+type fileHash struct {
+	size    int64
+	s256    hash.Hash
+	gitSHA1 hash.Hash
+}
+
+func newFileHash(size int64) *fileHash {
+	h := &fileHash{size: size, s256: sha256.New(), gitSHA1: sha1.New()}
+	h.Reset()
+	return h
+}
+
+func (h *fileHash) Write(b []byte) (int, error) {
+	h.s256.Write(b)
+	h.gitSHA1.Write(b)
+	return len(b), nil
+}
+
+func (h *fileHash) Reset() {
+	h.s256.Reset()
+	h.gitSHA1.Reset()
+	fmt.Fprintf(h.gitSHA1, "blob %d\x00", h.size)
+}
+
+// download brings one file to staging, resuming a partial copy, and returns
+// its hex SHA-256.
+func (c *Client) download(ctx context.Context, s Snapshot, f File, staging string, p *progressState) (string, error) {
 	target := filepath.Join(staging, filepath.FromSlash(f.Name))
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return err
+		return "", err
 	}
 	p.file = f.Name
 	out, err := os.OpenFile(target, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer out.Close()
 
 	// Hash what an earlier attempt left, then ask for the rest.
-	h := sha256.New()
+	h := newFileHash(f.Size)
 	have, err := io.Copy(h, out)
 	if err != nil {
-		return fmt.Errorf("read partial %s: %w", f.Name, err)
+		return "", fmt.Errorf("read partial %s: %w", f.Name, err)
 	}
 	if have > f.Size {
 		if err := restart(out, h); err != nil {
-			return err
+			return "", err
 		}
 		have = 0
 	}
@@ -262,22 +330,26 @@ func (c *Client) download(ctx context.Context, s Snapshot, f File, staging strin
 	if have < f.Size {
 		n, err := c.fetch(ctx, s, f, out, h, have, p)
 		if err != nil {
-			return err
+			return "", err
 		}
 		have = n
 	}
-	if have != f.Size || hex.EncodeToString(h.Sum(nil)) != f.SHA256 {
-		got := hex.EncodeToString(h.Sum(nil))
+	sum := hex.EncodeToString(h.s256.Sum(nil))
+	oid := hex.EncodeToString(h.gitSHA1.Sum(nil))
+	if have != f.Size || f.SHA256 != "" && sum != f.SHA256 || f.SHA256 == "" && oid != f.GitOID {
 		out.Close()
 		// A bad file must not be resumed by the next attempt.
 		os.Remove(target)
-		return fmt.Errorf("%w: %s is %d bytes with SHA-256 %s, want %d bytes with %s", ErrChecksum, f.Name, have, got, f.Size, f.SHA256)
+		if f.SHA256 == "" {
+			return "", fmt.Errorf("%w: %s is %d bytes with git blob id %s, want %d bytes with %s", ErrChecksum, f.Name, have, oid, f.Size, f.GitOID)
+		}
+		return "", fmt.Errorf("%w: %s is %d bytes with SHA-256 %s, want %d bytes with %s", ErrChecksum, f.Name, have, sum, f.Size, f.SHA256)
 	}
 	p.add(0, true)
-	return out.Sync()
+	return sum, out.Sync()
 }
 
-func restart(out *os.File, h hash.Hash) error {
+func restart(out *os.File, h *fileHash) error {
 	if err := out.Truncate(0); err != nil {
 		return err
 	}
@@ -290,25 +362,15 @@ func restart(out *os.File, h hash.Hash) error {
 
 // fetch downloads f from offset have, appending to out and h, and returns
 // the length out then has.
-func (c *Client) fetch(ctx context.Context, s Snapshot, f File, out *os.File, h hash.Hash, have int64, p *progressState) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.fileURL(s, f.Name), nil)
+func (c *Client) fetch(ctx context.Context, s Snapshot, f File, out *os.File, h *fileHash, have int64, p *progressState) (int64, error) {
+	req, err := c.request(ctx, c.fileURL(s, f.Name))
 	if err != nil {
 		return have, err
 	}
 	if have > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	if c.UserAgent != "" {
-		req.Header.Set("User-Agent", c.UserAgent)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return have, fmt.Errorf("download %s: %w", f.Name, err)
 	}

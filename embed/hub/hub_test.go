@@ -3,6 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -30,6 +31,27 @@ type fakeHub struct {
 }
 
 func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/api/models/org/model/revision/main", "/api/models/org/model/revision/" + rev:
+		fmt.Fprintf(w, `{"id": "org/model", "sha": %q}`, rev)
+		return
+	case "/api/models/org/model/tree/" + rev:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var entries []string
+		for name, data := range h.files {
+			sum := sha256.Sum256(data)
+			if name == "model.safetensors" {
+				entries = append(entries, fmt.Sprintf(`{"type":"file","oid":"%040x","size":%d,"path":%q,"lfs":{"oid":"%x","size":%d,"pointerSize":134}}`, 7, len(data), name, sum, len(data)))
+				continue
+			}
+			blob := sha1.Sum(append([]byte(fmt.Sprintf("blob %d\x00", len(data))), data...))
+			entries = append(entries, fmt.Sprintf(`{"type":"file","oid":"%x","size":%d,"path":%q}`, blob, len(data), name))
+		}
+		entries = append(entries, `{"type":"directory","oid":"0000000000000000000000000000000000000000","size":0,"path":"onnx"}`)
+		fmt.Fprintf(w, "[%s]", strings.Join(entries, ","))
+		return
+	}
 	prefix := "/org/model/resolve/" + rev + "/"
 	name, ok := strings.CutPrefix(r.URL.Path, prefix)
 	h.mu.Lock()
@@ -294,5 +316,57 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate: %v, want ErrSnapshot mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestResolve checks pinning a repository from the hub's own metadata: the
+// branch becomes its commit, LFS files are checked by SHA-256, the others by
+// git blob id, and the manifest gets SHA-256s for all.
+func TestResolve(t *testing.T) {
+	h, c, want := setup(t)
+	s, err := c.Resolve(context.Background(), "org/model", "", []string{"config.json", "tokenizer.json", "model.safetensors"})
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if s.Revision != rev || len(s.Files) != 3 {
+		t.Fatalf("Resolve = %+v", s)
+	}
+	if s.Files[0].SHA256 != "" || s.Files[0].GitOID == "" || s.Files[2].SHA256 != want.Files[2].SHA256 {
+		t.Errorf("files %+v, want git ids for small files and the LFS SHA-256 for the weights", s.Files)
+	}
+	dest := filepath.Join(t.TempDir(), "m")
+	if err := c.Install(context.Background(), s, dest, nil); err != nil {
+		t.Fatalf("Install: %v", err)
+	}
+	m, err := ReadManifest(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range m.Files {
+		if f.SHA256 != want.Files[i].SHA256 {
+			t.Errorf("manifest %s: SHA-256 %q, want %q", f.Name, f.SHA256, want.Files[i].SHA256)
+		}
+	}
+
+	// A small file that is not the blob the hub listed is refused.
+	h.mu.Lock()
+	h.files["config.json"] = []byte(`{"normalize": false}`)
+	h.mu.Unlock()
+	if err := c.Install(context.Background(), s, filepath.Join(t.TempDir(), "m"), nil); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "git blob id") {
+		t.Fatalf("Install of a changed file: %v, want ErrChecksum on the git blob id", err)
+	}
+
+	for _, tt := range []struct {
+		repo, rev string
+		names     []string
+		want      error
+	}{
+		{"org/model", "main", []string{"missing.json"}, ErrNotFound},
+		{"org/other", "main", []string{"config.json"}, ErrNotFound},
+		{"../x", "main", []string{"config.json"}, ErrSnapshot},
+	} {
+		if _, err := c.Resolve(context.Background(), tt.repo, tt.rev, tt.names); !errors.Is(err, tt.want) {
+			t.Errorf("Resolve(%s, %v): %v, want %v", tt.repo, tt.names, err, tt.want)
+		}
 	}
 }

@@ -80,6 +80,47 @@ func Find(name string) (Known, bool) {
 	return Known{}, false
 }
 
+// FolderName is the folder of the store that holds the model ref: the
+// catalogue name of a catalogue model, "owner--name" for another hub
+// repository "owner/name" (a revision after "@" aside), ref itself for a
+// folder copied in by hand.
+func FolderName(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if k, ok := Find(ref); ok {
+		return k.Name
+	}
+	return strings.ReplaceAll(ref, "/", "--")
+}
+
+// Resolve returns what to pull for ref: a catalogue model (by name or
+// repository), or any model2vec repository of the hub as "owner/name" or
+// "owner/name@revision" (a branch, tag or commit; main when absent),
+// pinned at once to the commit the hub gives and to the checksums the hub
+// lists for its config.json, tokenizer.json and model.safetensors. Only
+// catalogue models have checksums known in advance.
+func Resolve(ctx context.Context, c *hub.Client, ref string) (Known, error) {
+	ref = strings.TrimSpace(ref)
+	if k, ok := Find(ref); ok {
+		return k, nil
+	}
+	repo, rev, _ := strings.Cut(ref, "@")
+	if k, ok := Find(repo); ok && (rev == "" || rev == k.Snapshot.Revision) {
+		return k, nil
+	}
+	if !strings.Contains(repo, "/") {
+		names := make([]string, len(catalogue))
+		for i, k := range catalogue {
+			names[i] = k.Name
+		}
+		return Known{}, fmt.Errorf("%w: %q is neither a catalogue model (%s) nor a hub repository owner/name", ErrNotFound, ref, strings.Join(names, ", "))
+	}
+	snap, err := c.Resolve(ctx, repo, rev, []string{"config.json", "tokenizer.json", "model.safetensors"})
+	if err != nil {
+		return Known{}, err
+	}
+	return Known{Name: FolderName(repo), Description: "pulled from " + repo, Snapshot: snap}, nil
+}
+
 // Store is a folder of installed models, one subfolder per model named as
 // the catalogue names it, each with the hub.ManifestName file Pull writes.
 type Store struct {
@@ -205,10 +246,10 @@ func Open(cfg OpenConfig) (*Model, error) {
 		if cfg.Store.Dir == "" {
 			return nil, fmt.Errorf("%w: no models folder and no model folder set", ErrNotFound)
 		}
-		dir = cfg.Store.Path(name)
+		dir = cfg.Store.Path(FolderName(name))
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 			hint := "copy a model2vec folder there"
-			if _, ok := Find(name); ok {
+			if _, ok := Find(name); ok || strings.Contains(name, "/") {
 				hint = "run `mcpsearch models pull " + name + "`"
 			}
 			return nil, fmt.Errorf("%w: %s is not installed in %s (%s)", ErrNotFound, name, cfg.Store.Dir, hint)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,16 +26,26 @@ func fixtureHub(t *testing.T) (*hub.Client, Known) {
 	t.Helper()
 	k := Known{Name: "tiny", Snapshot: hub.Snapshot{Repo: "org/tiny", Revision: fixtureRev}}
 	files := map[string][]byte{}
+	var tree []string
 	for _, n := range []string{"config.json", "tokenizer.json", "model.safetensors"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "f32", n))
 		if err != nil {
 			t.Fatal(err)
 		}
 		files["/org/tiny/resolve/"+fixtureRev+"/"+n] = b
+		tree = append(tree, fmt.Sprintf(`{"type":"file","oid":"%040x","size":%d,"path":%q,"lfs":{"oid":"%x","size":%d}}`, 1, len(b), n, sha256.Sum256(b), len(b)))
 		sum := sha256.Sum256(b)
 		k.Snapshot.Files = append(k.Snapshot.Files, hub.File{Name: n, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])})
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/models/org/tiny/revision/main":
+			fmt.Fprintf(w, `{"sha": %q}`, fixtureRev)
+			return
+		case "/api/models/org/tiny/tree/" + fixtureRev:
+			fmt.Fprintf(w, "[%s]", strings.Join(tree, ","))
+			return
+		}
 		b, ok := files[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -192,5 +203,40 @@ func TestCatalogue(t *testing.T) {
 				t.Errorf("%s: %d bytes is not a whole number of %d-dimension rows", k.Name, f.Size, k.Dimensions)
 			}
 		}
+	}
+}
+
+// TestResolvePullRepo checks a model outside the catalogue: pinned on the
+// hub at pull time, installed as owner--name, opened by its repository.
+func TestResolvePullRepo(t *testing.T) {
+	c, want := fixtureHub(t)
+	k, err := Resolve(context.Background(), c, "org/tiny")
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if k.Name != "org--tiny" || k.Snapshot.Revision != fixtureRev || k.Snapshot.Files[2].SHA256 != want.Snapshot.Files[2].SHA256 {
+		t.Fatalf("Resolve = %+v", k)
+	}
+	store := Store{Dir: t.TempDir()}
+	if _, err := Open(OpenConfig{Model: "org/tiny", Store: store}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "models pull org/tiny") {
+		t.Fatalf("Open before the pull: %v", err)
+	}
+	if err := store.Pull(context.Background(), c, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(OpenConfig{Model: "org/tiny", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Model() != "model2vec:org/tiny@fedcba987654" {
+		t.Errorf("Model() = %q", m.Model())
+	}
+	for _, ref := range []string{"potion-base-8M", "MINISHLAB/potion-base-8M", "minishlab/potion-base-8M@bf8b056651a2c21b8d2565580b8569da283cab23"} {
+		if k, err := Resolve(context.Background(), c, ref); err != nil || k.Name != "potion-base-8M" {
+			t.Errorf("Resolve(%q) = %v, %v; want the catalogue entry without asking the hub", ref, k.Name, err)
+		}
+	}
+	if _, err := Resolve(context.Background(), c, "nonsense"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "potion-retrieval-32M") {
+		t.Errorf("Resolve(nonsense): %v", err)
 	}
 }
