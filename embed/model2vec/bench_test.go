@@ -149,13 +149,13 @@ func BenchmarkTokenize(b *testing.B) {
 }
 
 // BenchmarkLoad measures loading a model (reading, SHA-256 of every file,
-// parsing) and the heap the loaded model keeps.
+// parsing), the heap the loaded model keeps and all it allocates meanwhile.
 func BenchmarkLoad(b *testing.B) {
 	for _, s := range benchShapes {
 		b.Run(s.name, func(b *testing.B) {
 			dir := b.TempDir()
 			writeSyntheticModel(b, dir, s.vocab, s.dimensions)
-			var heap uint64
+			var heap, alloc uint64
 			for b.Loop() {
 				runtime.GC()
 				var before, after runtime.MemStats
@@ -167,9 +167,11 @@ func BenchmarkLoad(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				heap = after.HeapAlloc - before.HeapAlloc
+				alloc = after.TotalAlloc - before.TotalAlloc
 				runtime.KeepAlive(m)
 			}
 			b.ReportMetric(float64(heap)/(1<<20), "MiB-heap")
+			b.ReportMetric(float64(alloc)/(1<<20), "MiB-allocated")
 		})
 	}
 }

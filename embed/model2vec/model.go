@@ -30,6 +30,7 @@ import (
 	"sort"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mcpsearch/mcpsearch/embed/safetensors"
 	"github.com/mcpsearch/mcpsearch/embed/tokenizer"
@@ -224,9 +225,12 @@ func (m *Model) setTensors(st *safetensors.File, tensor string) error {
 	n := m.rows * m.dims
 	switch emb.DType {
 	case safetensors.F32:
-		m.f32 = make([]float32, n)
-		for i := range m.f32 {
-			m.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(emb.Data[4*i:]))
+		m.f32 = float32View(emb.Data)
+		if m.f32 == nil {
+			m.f32 = make([]float32, n)
+			for i := range m.f32 {
+				m.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(emb.Data[4*i:]))
+			}
 		}
 		m.bytes = int64(4 * n)
 	case safetensors.F16:
@@ -299,6 +303,21 @@ func (m *Model) setTensors(st *safetensors.File, tensor string) error {
 		m.bytes += int64(8 * len(ws))
 	}
 	return nil
+}
+
+// float32View returns b as float32s without copying when the machine is
+// little-endian, like the file, and b is aligned for float32 (the reference
+// writer pads the header to 8 bytes); otherwise nil. It halves the memory a
+// large model needs while it loads.
+func float32View(b []byte) []float32 {
+	if len(b) == 0 || uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(float32(0)) != 0 {
+		return nil
+	}
+	var probe uint16 = 1
+	if *(*byte)(unsafe.Pointer(&probe)) != 1 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // medianTokenLength is model2vec's median_token_length: the median length
