@@ -140,7 +140,14 @@ type Client struct {
 	Token string
 	// UserAgent is sent with every request when set.
 	UserAgent string
+	// StallTimeout ends a download that receives nothing for this long,
+	// keeping what arrived for the next attempt; 0 means one minute. The
+	// HTTP client's own timeout should be 0: a large file takes minutes.
+	StallTimeout time.Duration
 }
+
+// errStalled ends a download whose connection has gone quiet.
+var errStalled = errors.New("no data received")
 
 func (c *Client) base() string {
 	if c.BaseURL == "" {
@@ -363,6 +370,15 @@ func restart(out *os.File, h *fileHash) error {
 // fetch downloads f from offset have, appending to out and h, and returns
 // the length out then has.
 func (c *Client) fetch(ctx context.Context, s Snapshot, f File, out *os.File, h *fileHash, have int64, p *progressState) (int64, error) {
+	stall := c.StallTimeout
+	if stall <= 0 {
+		stall = time.Minute
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(stall, func() { cancel(fmt.Errorf("%w for %v", errStalled, stall)) })
+	defer timer.Stop()
+
 	req, err := c.request(ctx, c.fileURL(s, f.Name))
 	if err != nil {
 		return have, err
@@ -408,6 +424,7 @@ func (c *Client) fetch(ctx context.Context, s Snapshot, f File, out *os.File, h 
 	buf := make([]byte, 256<<10)
 	for {
 		n, rerr := body.Read(buf)
+		timer.Reset(stall)
 		if n > 0 {
 			if _, err := out.Write(buf[:n]); err != nil {
 				return have, err
@@ -420,6 +437,9 @@ func (c *Client) fetch(ctx context.Context, s Snapshot, f File, out *os.File, h 
 			return have, nil
 		}
 		if rerr != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+				rerr = cause
+			}
 			return have, fmt.Errorf("download %s: %w (run again to resume at byte %d)", f.Name, rerr, have)
 		}
 	}

@@ -26,6 +26,7 @@ type fakeHub struct {
 	mu      sync.Mutex
 	files   map[string][]byte // by name
 	cutOnce map[string]int    // name -> bytes to send before dropping the connection, once
+	stall   chan struct{}     // if set, a cut response hangs until it is closed instead
 	ranges  []string          // Range headers received
 	sent    int64
 }
@@ -72,7 +73,15 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(data[:cut])
 		h.mu.Lock()
 		h.sent += int64(cut)
+		stall := h.stall
 		h.mu.Unlock()
+		if stall != nil {
+			w.(http.Flusher).Flush()
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+			}
+		}
 		// Drop the connection mid-body, as a network failure would.
 		panic(http.ErrAbortHandler)
 	}
@@ -368,5 +377,30 @@ func TestResolve(t *testing.T) {
 		if _, err := c.Resolve(context.Background(), tt.repo, tt.rev, tt.names); !errors.Is(err, tt.want) {
 			t.Errorf("Resolve(%s, %v): %v, want %v", tt.repo, tt.names, err, tt.want)
 		}
+	}
+}
+
+// TestInstallStalled checks that a connection that goes quiet ends the
+// download, keeping what arrived for the next attempt.
+func TestInstallStalled(t *testing.T) {
+	h, c, s := setup(t)
+	const cut = 200 << 10
+	stall := make(chan struct{})
+	defer close(stall)
+	h.mu.Lock()
+	h.cutOnce["model.safetensors"] = cut
+	h.stall = stall
+	h.mu.Unlock()
+	c.StallTimeout = 200 * time.Millisecond
+	dest := filepath.Join(t.TempDir(), "m")
+	err := c.Install(context.Background(), s, dest, nil)
+	if err == nil || !strings.Contains(err.Error(), "no data received for 200ms") || !strings.Contains(err.Error(), "run again to resume") {
+		t.Fatalf("Install: %v, want a stall error that offers to resume", err)
+	}
+	if st, err := os.Stat(filepath.Join(StagingDir(dest), "model.safetensors")); err != nil || st.Size() != cut {
+		t.Fatalf("partial file: %v %v, want %d bytes kept", st, err, cut)
+	}
+	if err := c.Install(context.Background(), s, dest, nil); err != nil {
+		t.Fatalf("resumed Install: %v", err)
 	}
 }
