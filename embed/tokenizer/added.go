@@ -26,8 +26,11 @@ type addedToken struct {
 type addedVocab struct {
 	tokens []addedToken
 	// byFirst indexes the tokens of each set by the first byte of their
-	// pattern: raw (index 0) and normalised (index 1).
-	byFirst [2]map[byte][]int
+	// pattern: raw (index 0) and normalised (index 1). An array, not a
+	// map: it is consulted for every byte of every text.
+	byFirst [2][256][]int
+	// count is the number of tokens in each set.
+	count [2]int
 }
 
 // piece is a span of text, matched by the added token id or unmatched (-1).
@@ -37,8 +40,6 @@ type piece struct {
 }
 
 func (a *addedVocab) init(list []addedJSON, wp *wordPiece, norm *bertNormalizer) error {
-	a.byFirst[0] = map[byte][]int{}
-	a.byFirst[1] = map[byte][]int{}
 	var buf normBuf
 	seen := map[string]int{}
 	for _, j := range list {
@@ -85,6 +86,7 @@ func (a *addedVocab) init(list []addedJSON, wp *wordPiece, norm *bertNormalizer)
 		}
 		seen[key] = len(a.tokens)
 		a.byFirst[set][t.pattern[0]] = append(a.byFirst[set][t.pattern[0]], len(a.tokens))
+		a.count[set]++
 		a.tokens = append(a.tokens, t)
 	}
 	return nil
@@ -94,10 +96,10 @@ func (a *addedVocab) init(list []addedJSON, wp *wordPiece, norm *bertNormalizer)
 // after from, the longest of those starting there, and where it starts; -1
 // when there is none.
 func (a *addedVocab) find(s string, from int, set int) (tok, at int) {
-	idx := a.byFirst[set]
+	idx := &a.byFirst[set]
 	for i := from; i < len(s); i++ {
-		cands, ok := idx[s[i]]
-		if !ok {
+		cands := idx[s[i]]
+		if len(cands) == 0 {
 			continue
 		}
 		best := -1
@@ -122,7 +124,7 @@ func (a *addedVocab) split(dst []piece, s string, normalized bool) []piece {
 	if normalized {
 		set = 1
 	}
-	if len(a.byFirst[set]) == 0 {
+	if a.count[set] == 0 {
 		if s != "" {
 			dst = append(dst, piece{0, len(s), -1})
 		}
