@@ -2,8 +2,11 @@ package model2vec
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -133,13 +136,68 @@ func (s Store) Path(name string) string {
 }
 
 // Pull downloads k into the store, replacing any other install of it once
-// the new one is complete. An interrupted pull resumes where it stopped.
-func (s Store) Pull(ctx context.Context, c *hub.Client, k Known, progress func(hub.Progress)) error {
+// the new one is complete. An interrupted pull resumes where it stopped. A
+// model already installed at k's revision with intact files is left as it
+// is, without a request: pulled reports whether anything was downloaded.
+func (s Store) Pull(ctx context.Context, c *hub.Client, k Known, progress func(hub.Progress)) (pulled bool, err error) {
 	if s.Dir == "" {
-		return fmt.Errorf("%w: no models folder set", ErrNotFound)
+		return false, fmt.Errorf("%w: no models folder set", ErrNotFound)
+	}
+	if s.Check(k) == nil {
+		return false, nil
 	}
 	if err := c.Install(ctx, k.Snapshot, s.Path(k.Name), progress); err != nil {
-		return fmt.Errorf("pull %s: %w", k.Name, err)
+		return false, fmt.Errorf("pull %s: %w", k.Name, err)
+	}
+	return true, nil
+}
+
+// Check reports whether k is installed at its revision with every file of
+// the expected size and SHA-256: nil if so, otherwise an error wrapping
+// ErrNotFound (not installed, or another revision) or ErrCorrupt.
+func (s Store) Check(k Known) error {
+	dir := s.Path(k.Name)
+	snap, err := hub.ReadManifest(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s is not installed in %s", ErrNotFound, k.Name, s.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if snap.Repo != k.Snapshot.Repo || snap.Revision != k.Snapshot.Revision {
+		return fmt.Errorf("%w: %s holds %s@%s, not %s@%s", ErrNotFound, dir, snap.Repo, snap.Revision, k.Snapshot.Repo, k.Snapshot.Revision)
+	}
+	installed := map[string]string{}
+	for _, f := range snap.Files {
+		installed[f.Name] = f.SHA256
+	}
+	for _, f := range k.Snapshot.Files {
+		if f.SHA256 == "" {
+			// Known by its git blob id only: the manifest holds the
+			// SHA-256 computed when that id was checked.
+			f.SHA256 = installed[f.Name]
+		}
+		if err := checkFile(filepath.Join(dir, filepath.FromSlash(f.Name)), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkFile(path string, f hub.File) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	defer file.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, file)
+	if err != nil {
+		return fmt.Errorf("%w: read %s: %v", ErrCorrupt, path, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if n != f.Size || sum != f.SHA256 {
+		return fmt.Errorf("%w: %s is %d bytes with SHA-256 %s, want %d bytes with %s", ErrCorrupt, path, n, sum, f.Size, f.SHA256)
 	}
 	return nil
 }

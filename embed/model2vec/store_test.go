@@ -79,12 +79,23 @@ func TestPullListOpen(t *testing.T) {
 	if got, err := store.List(); err != nil || len(got) != 0 {
 		t.Fatalf("List of a missing folder = %v, %v", got, err)
 	}
+	if err := store.Check(k); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Check before the pull: %v, want ErrNotFound", err)
+	}
 	var last hub.Progress
-	if err := store.Pull(context.Background(), c, k, func(p hub.Progress) { last = p }); err != nil {
-		t.Fatalf("Pull: %v", err)
+	if pulled, err := store.Pull(context.Background(), c, k, func(p hub.Progress) { last = p }); err != nil || !pulled {
+		t.Fatalf("Pull: %v, %v", pulled, err)
 	}
 	if last.Done != k.Snapshot.Bytes() {
 		t.Errorf("progress ended at %+v", last)
+	}
+	if err := store.Check(k); err != nil {
+		t.Fatalf("Check after the pull: %v", err)
+	}
+	// A second pull finds the model in place and asks the hub nothing.
+	offline := &hub.Client{BaseURL: "http://127.0.0.1:1"}
+	if pulled, err := store.Pull(context.Background(), offline, k, nil); err != nil || pulled {
+		t.Fatalf("second Pull: %v, %v; want nothing to do", pulled, err)
 	}
 	list, err := store.List()
 	if err != nil || len(list) != 1 {
@@ -113,9 +124,12 @@ func TestPullListOpen(t *testing.T) {
 	if _, err := Open(OpenConfig{Model: "tiny", Store: store}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "models pull") {
 		t.Fatalf("Open of a damaged model: %v, want ErrCorrupt saying to pull again", err)
 	}
+	if err := store.Check(k); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check of a damaged model: %v, want ErrCorrupt", err)
+	}
 	// Pulling again repairs it.
-	if err := store.Pull(context.Background(), c, k, nil); err != nil {
-		t.Fatal(err)
+	if pulled, err := store.Pull(context.Background(), c, k, nil); err != nil || !pulled {
+		t.Fatal(pulled, err)
 	}
 	if _, err := Open(OpenConfig{Model: "tiny", Store: store}); err != nil {
 		t.Fatalf("Open after a new pull: %v", err)
@@ -221,7 +235,7 @@ func TestResolvePullRepo(t *testing.T) {
 	if _, err := Open(OpenConfig{Model: "org/tiny", Store: store}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "models pull org/tiny") {
 		t.Fatalf("Open before the pull: %v", err)
 	}
-	if err := store.Pull(context.Background(), c, k, nil); err != nil {
+	if _, err := store.Pull(context.Background(), c, k, nil); err != nil {
 		t.Fatal(err)
 	}
 	m, err := Open(OpenConfig{Model: "org/tiny", Store: store})
