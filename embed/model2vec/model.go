@@ -69,15 +69,15 @@ type Options struct {
 	MaxTokens int
 }
 
-// Layout names the files of a model inside its folder.
-type Layout struct {
+// folderLayout names the files of a model inside its folder.
+type folderLayout struct {
 	Config, Weights, Tokenizer string
 	// Tensor is the name of the embedding tensor.
 	Tensor string
 }
 
 // The folder layouts model2vec itself accepts, in the order it tries them.
-var layouts = []Layout{
+var layouts = []folderLayout{
 	{Config: "config.json", Weights: "model.safetensors", Tokenizer: "tokenizer.json", Tensor: "embeddings"},
 	{Config: "config_sentence_transformers.json", Weights: "model.safetensors", Tokenizer: "tokenizer.json", Tensor: "embedding.weight"},
 	{Config: "config_sentence_transformers.json", Weights: "0_StaticEmbedding/model.safetensors", Tokenizer: "0_StaticEmbedding/tokenizer.json", Tensor: "embedding.weight"},
@@ -187,13 +187,13 @@ func Load(dir string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-func findLayout(dir string) (Layout, error) {
+func findLayout(dir string) (folderLayout, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return Layout{}, fmt.Errorf("%w: %v", ErrNotFound, err)
+		return folderLayout{}, fmt.Errorf("%w: %v", ErrNotFound, err)
 	}
 	if !st.IsDir() {
-		return Layout{}, fmt.Errorf("%w: %s is not a folder", ErrNotFound, dir)
+		return folderLayout{}, fmt.Errorf("%w: %s is not a folder", ErrNotFound, dir)
 	}
 	for _, l := range layouts {
 		ok := true
@@ -207,7 +207,7 @@ func findLayout(dir string) (Layout, error) {
 			return l, nil
 		}
 	}
-	return Layout{}, fmt.Errorf("%w: %s has no config.json, model.safetensors and tokenizer.json", ErrNotFound, dir)
+	return folderLayout{}, fmt.Errorf("%w: %s has no config.json, model.safetensors and tokenizer.json", ErrNotFound, dir)
 }
 
 // setTensors takes the embedding matrix and the optional weights and

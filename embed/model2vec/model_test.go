@@ -1,6 +1,7 @@
 package model2vec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpsearch/mcpsearch/embed/safetensors"
 )
 
 type golden struct {
@@ -143,5 +146,60 @@ func TestEmbedCancelled(t *testing.T) {
 	cancel()
 	if _, err := m.Embed(ctx, []string{"a"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Embed: %v, want context.Canceled", err)
+	}
+}
+
+// TestSentenceTransformersLayout checks the other folder layout model2vec
+// reads: the matrix named embedding.weight, under 0_StaticEmbedding, with
+// config_sentence_transformers.json (which has no normalize flag).
+func TestSentenceTransformersLayout(t *testing.T) {
+	src := filepath.Join("testdata", "f32")
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "0_StaticEmbedding")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := safetensors.ReadFile(filepath.Join(src, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, _ := st.Tensor("embeddings")
+	emb.Name = "embedding.weight"
+	var buf bytes.Buffer
+	if err := safetensors.Encode(&buf, []safetensors.Tensor{emb}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	for name, b := range map[string][]byte{
+		filepath.Join(sub, "model.safetensors"):                 buf.Bytes(),
+		filepath.Join(sub, "tokenizer.json"):                    tok,
+		filepath.Join(dir, "config_sentence_transformers.json"): []byte(`{"__version__": {}}`),
+	} {
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st2, err := Load(dir, Options{})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	ref, err := Load(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Normalized() || !ref.Normalized() {
+		t.Fatalf("normalised: %v and %v, want false and true", st2.Normalized(), ref.Normalized())
+	}
+	a, _ := st2.Embed(context.Background(), []string{"hello world"})
+	b, _ := ref.Embed(context.Background(), []string{"hello world"})
+	var norm float64
+	for _, x := range a[0] {
+		norm += float64(x) * float64(x)
+	}
+	norm = math.Sqrt(norm)
+	for k := range a[0] {
+		if math.Abs(float64(a[0][k])/norm-float64(b[0][k])) > 1e-6 {
+			t.Fatalf("vectors differ in direction at %d: %v vs %v", k, a[0], b[0])
+		}
 	}
 }
