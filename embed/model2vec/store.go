@@ -18,8 +18,9 @@ import (
 // DefaultModel is the catalogue model used when none is named.
 const DefaultModel = "potion-retrieval-32M"
 
-// Known is a model of the catalogue: a hub repository pinned to one commit,
-// with the size and SHA-256 of each file model2vec reads.
+// Known is a model pinned for download, from the catalogue or pinned by
+// Resolve: a hub repository at one commit, with the size and checksum of
+// each file model2vec reads.
 type Known struct {
 	// Name is the short name used in settings and commands.
 	Name string
@@ -273,9 +274,13 @@ func dirBytes(dir string) int64 {
 
 // OpenConfig selects a model to open.
 type OpenConfig struct {
-	// Model is a catalogue name or the name of a folder in the store;
-	// empty means DefaultModel. With Dir set, it may be empty or must
-	// describe that folder.
+	// Model is a catalogue name, a hub repository "owner/name" pulled into
+	// the store, or the name of a folder in the store; empty means
+	// DefaultModel. The store's copy is used at the revision it was
+	// pulled at, even if the catalogue now pins another (`models list`
+	// shows it as not current), so that stored vectors never change
+	// meaning under a new release. With Dir set, Model may be empty or a
+	// name for that folder; a catalogue name must match its files.
 	Model string
 	// Dir is a model folder to load as it is (a model copied by hand to a
 	// machine without network access). Empty means Store.Path(Model).
