@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean
+.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean embed-goldens
 
 # What the binary is built from (migrations are embedded), so that make
 # install rebuilds only when the binary is older than its sources.
@@ -66,6 +66,14 @@ interop-deps:
 bench:
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Regenerate the golden files of embed/tokenizer and embed/model2vec (token
+# ids, Unicode tables, small model2vec fixtures) from Hugging Face's own
+# tokenizers library. Needs Node and npm; the tests read the committed files
+# and need neither.
+embed-goldens:
+	@cd tools/tokref && npm ci --no-audit --no-fund --loglevel=error && node gen.js
+	gofmt -w embed/tokenizer/unicode_tables.go
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -3,24 +3,37 @@ package embed
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcpsearch/mcpsearch/embed/model2vec"
 )
 
 // Provider names accepted by Config.Provider.
 const (
-	ProviderLocal  = "local"
-	ProviderOpenAI = "openai"
-	ProviderOllama = "ollama"
+	ProviderLocal     = "local"
+	ProviderOpenAI    = "openai"
+	ProviderOllama    = "ollama"
+	ProviderModel2Vec = "model2vec"
 )
 
 // Config selects and configures an embedder from user settings. A setting the
 // chosen provider cannot use is an error rather than silently ignored, except
 // BatchSize, which local has no use for.
 type Config struct {
-	// Provider is "local" (the default), "openai" or "ollama".
+	// Provider is "local" (the default), "openai", "ollama" or "model2vec".
 	Provider string
 	// Model is the remote model name; required for openai and ollama. For
 	// local it may only repeat the local model name ("local-hash-v1-384").
+	// For model2vec it is a catalogue name (model2vec.Catalogue) or the
+	// name of a folder in ModelsDir; empty means model2vec.DefaultModel.
 	Model string
+	// ModelDir is a model2vec model folder to load as it is, such as one
+	// copied by hand to a machine without network access. Only model2vec
+	// takes it.
+	ModelDir string
+	// ModelsDir is the folder `mcpsearch models pull` installs model2vec
+	// models into, one subfolder per model. Other providers ignore it, so
+	// that it can always hold its default.
+	ModelsDir string
 	// BaseURL is the server root for openai and ollama; empty means the
 	// provider's default.
 	BaseURL string
@@ -44,7 +57,28 @@ func New(cfg Config) (Embedder, error) {
 	if provider == "" {
 		provider = ProviderLocal
 	}
+	if cfg.ModelDir != "" && provider != ProviderModel2Vec {
+		return nil, fmt.Errorf("%w: a model folder is for provider %s only, not %s", ErrConfig, ProviderModel2Vec, provider)
+	}
 	switch provider {
+	case ProviderModel2Vec:
+		if cfg.BaseURL != "" || cfg.APIKey != "" || cfg.SendDimensions {
+			return nil, fmt.Errorf("%w: provider model2vec takes no base URL, API key or send-dimensions", ErrConfig)
+		}
+		m, err := model2vec.Open(model2vec.OpenConfig{
+			Model: cfg.Model,
+			Dir:   cfg.ModelDir,
+			Store: model2vec.Store{Dir: cfg.ModelsDir},
+		})
+		if err != nil {
+			// A configured model that cannot be loaded stops the
+			// start; it never falls back to another embedder.
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		if cfg.Dimensions != 0 && cfg.Dimensions != m.Dimensions() {
+			return nil, fmt.Errorf("%w: model %s has %d dimensions, not %d (leave the dimensions at 0)", ErrConfig, m.Model(), m.Dimensions(), cfg.Dimensions)
+		}
+		return m, nil
 	case ProviderLocal:
 		if cfg.BaseURL != "" || cfg.APIKey != "" || cfg.SendDimensions {
 			return nil, fmt.Errorf("%w: provider local takes no base URL, API key or send-dimensions", ErrConfig)
@@ -78,6 +112,6 @@ func New(cfg Config) (Embedder, error) {
 			BatchSize:  cfg.BatchSize,
 		})
 	default:
-		return nil, fmt.Errorf("%w: unknown provider %q (want %s, %s or %s)", ErrConfig, cfg.Provider, ProviderLocal, ProviderOpenAI, ProviderOllama)
+		return nil, fmt.Errorf("%w: unknown provider %q (want %s, %s, %s or %s)", ErrConfig, cfg.Provider, ProviderLocal, ProviderOpenAI, ProviderOllama, ProviderModel2Vec)
 	}
 }
