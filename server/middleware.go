@@ -83,7 +83,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 		c.fail(te)
 		return newErrorResult(req, te), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeoutFor(def))
+	ctx, cancel := context.WithTimeout(ctx, def.timeout)
 	defer cancel()
 	res, err := s.recovered(ctx, c, req, next)
 	if err != nil {
@@ -100,9 +100,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 		// handler ran.
 		te := classify(ctx, badArg("%s", s.refusedArgs(def, c.Args, ctr)))
 		c.fail(te)
-		if sc, ok := def.scopeOf(c.Args); ok && !sc.perResult {
-			c.setConversation(sc.conversation)
-		}
+		c.setConversation(def.conversationOf(c.Args))
 		o.failure = te
 	}
 	// The SDK's result is kept, with what it set for the request's protocol

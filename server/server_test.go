@@ -16,7 +16,6 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
-	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -42,6 +41,13 @@ func newHarnessTB(t testing.TB, tweak func(*config.Config)) *harness {
 // newHarnessDeps builds a harness whose dependencies deps may add to.
 func newHarnessDeps(t testing.TB, tweak func(*config.Config), deps func(*Deps)) *harness {
 	t.Helper()
+	return buildHarness(t, tweak, deps, false)
+}
+
+// buildHarness builds a harness; describeAll offers every tool mcpsearch
+// has, whatever dependencies deps gives.
+func buildHarness(t testing.TB, tweak func(*config.Config), deps func(*Deps), describeAll bool) *harness {
+	t.Helper()
 	fake := searxngtest.New(t)
 	cfg := config.Default()
 	cfg.SearXNGURL = fake.URL
@@ -62,7 +68,7 @@ func newHarnessDeps(t testing.TB, tweak func(*config.Config), deps func(*Deps)) 
 	if deps != nil {
 		deps(&d)
 	}
-	srv := New(cfg, d, log, "test")
+	srv := newServer(cfg, d, log, "test", describeAll)
 	return &harness{srv: srv, fake: fake, session: connect(t, srv.MCP("stdio"))}
 }
 
@@ -242,8 +248,8 @@ func TestWebSearchUpstreamFailures(t *testing.T) {
 		})
 	}
 	t.Run("down", func(t *testing.T) {
-		h := newHarness(t, nil)
-		h.srv.deps.Search, _ = searxng.New(h.fake.URLDown())
+		down := searxngtest.New(t).URLDown()
+		h := newHarness(t, func(c *config.Config) { c.SearXNGURL = down })
 		te := toolErr(t, h.call(t, "web_search", map[string]any{"query": "x"}))
 		if te.Code != CodeToolError || !te.Retryable {
 			t.Errorf("got %+v, want retryable TOOL_ERROR", te)
@@ -374,16 +380,18 @@ func TestToolErrorMapping(t *testing.T) {
 	}
 }
 
-// newFullHarness returns a harness offering every tool. Its document store
-// points at a port where nothing listens: listing tools needs no database.
+// newFullHarness returns a harness offering every tool of the catalogue,
+// so that the golden schemas and the README's reference list each one
+// without this harness knowing them. Its document store, whose embedder
+// the search_docs schema describes, points at a port where nothing
+// listens: listing tools needs no database.
 func newFullHarness(t *testing.T) *harness {
 	t.Helper()
-	f, err := fetch.New(fetch.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newHarnessDeps(t, nil, func(d *Deps) {
+	h := buildHarness(t, nil, func(d *Deps) {
 		setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
-		d.Fetch = f
-	})
+	}, true)
+	if got, want := len(h.srv.tools.defs), len(ToolNames()); got != want {
+		t.Fatalf("the full harness offers %d tools, mcpsearch has %d", got, want)
+	}
+	return h
 }
