@@ -714,6 +714,11 @@ func TestHostileToolCalls(t *testing.T) {
 				h.conn, stop, output = c, func() { c.srv.stop(t) }, c.srv.output.String
 			}
 			tools := h.listTools(t)
+			var names []string
+			for _, ts := range tools {
+				names = append(names, ts.Name)
+			}
+			offersEveryTool(t, "the hostile-input server", names)
 			h.good(t, "the handshake")
 			hostileCalls := 0
 			for _, ts := range tools {

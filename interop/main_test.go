@@ -434,6 +434,42 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
+// allTools returns the name of every tool mcpsearch has, read from the
+// golden schemas the server package's tests write from its catalogue, so
+// that a suite meant to cover every tool fails when its server leaves one
+// out instead of skipping it.
+func allTools(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "server", "testdata", "tools.golden.json"))
+	if err != nil {
+		t.Fatalf("the golden tool schemas: %v", err)
+	}
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil || len(tools) == 0 {
+		t.Fatalf("the golden tool schemas: %v", err)
+	}
+	names := make([]string, len(tools))
+	for i, tl := range tools {
+		names[i] = tl.Name
+	}
+	slices.Sort(names)
+	return names
+}
+
+// offersEveryTool fails t unless offered names every tool mcpsearch has:
+// the configuration of what must cover every tool lacks a setting the
+// missing one needs.
+func offersEveryTool(t *testing.T, what string, offered []string) {
+	t.Helper()
+	for _, name := range allTools(t) {
+		if !slices.Contains(offered, name) {
+			t.Errorf("%s does not offer %s, which mcpsearch has: give its configuration what %s needs", what, name, name)
+		}
+	}
+}
+
 // upstreamCase is a failure of SearXNG and the contract error it must map to.
 type upstreamCase struct {
 	name      string
