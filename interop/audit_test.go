@@ -197,6 +197,50 @@ func TestAuditEveryCall(t *testing.T) {
 	}
 }
 
+// TestAuditRefusedCalls makes calls the server refuses before their
+// handler runs, by the rate limit and by the input schema, over streamable
+// HTTP: every row names the conversation the call's arguments name, as the
+// rows of the calls that ran do.
+func TestAuditRefusedCalls(t *testing.T) {
+	t.Parallel()
+	const key = "interop-refused-key-0123456789"
+	const conv = "audit-conv"
+	fake := searxngtest.New(t)
+	// list_files gets a bucket of 5 that does not refill during the test.
+	cfg := auditConfig(t, fake.URL, key).with("MCP_list_files_rate_limit_per_minute=1", "MCP_list_files_rate_limit_burst=5")
+	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+	tg.key = key
+	s := dialHTTP(t, tg)
+	var calls []auditCall
+	for i := range 8 {
+		code := ""
+		if i >= 5 {
+			code = "RATE_LIMITED"
+		}
+		calls = append(calls, auditCall{"list_files", map[string]any{"conversation_id": conv}, code})
+	}
+	calls = append(calls,
+		auditCall{"search_docs", map[string]any{"query": "x", "conversation_id": conv, "top_k": 99}, "TOOL_ERROR"},
+		auditCall{"search_docs", map[string]any{"query": "x", "conversation_id": conv, "top_k": "many"}, "TOOL_ERROR"})
+	for _, c := range calls {
+		c.call(t, s)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close session: %v", err)
+	}
+	tg.srv.stop(t)
+
+	rows := readAudit(t, cfg["DATABASE_URL"])
+	if len(rows) != len(calls) {
+		t.Fatalf("%d audit rows after %d calls, want one per call: %+v", len(rows), len(calls), rows)
+	}
+	for i, r := range rows {
+		if r.Tool != calls[i].tool || r.Code != calls[i].code || r.Conversation != conv {
+			t.Errorf("row %d: %s %q in conversation %q, want %s %q in %s", i, r.Tool, r.Code, r.Conversation, calls[i].tool, calls[i].code, conv)
+		}
+	}
+}
+
 // TestAuditDatabaseOutage cuts the server's only path to PostgreSQL while
 // clients keep calling: web_search keeps working, the documents tools
 // answer a retryable error, and once the database is back and the server

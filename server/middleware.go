@@ -45,6 +45,9 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 				s.finish(ctx, c, err)
 				return res, err
 			}
+			// The audit names the conversation a call targets even when
+			// it is refused before its handler runs (rate limit, schema).
+			c.setConversation(def.conversationOf(ctr.Params.Arguments))
 			if h := s.pendingHeaders(transport, ctr); h != nil {
 				h.set(c)
 			}
@@ -100,7 +103,6 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 		// handler ran.
 		te := classify(ctx, badArg("%s", s.refusedArgs(def, c.Args, ctr)))
 		c.fail(te)
-		c.setConversation(def.conversationOf(c.Args))
 		o.failure = te
 	}
 	// The SDK's result is kept, with what it set for the request's protocol
