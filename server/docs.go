@@ -161,7 +161,9 @@ func newDocsTools(e toolEnv) (docsTools, bool) {
 func (d docsTools) ping(ctx context.Context) error { return d.store.Ping(ctx) }
 
 // docsFailures are the documents store's failures, for its tools and the
-// upload API.
+// upload API. A database or embedding service that cannot be reached, or
+// logged in to, is one sentence to the caller: the error's own text names
+// the database user, its name and address, and repeats what wrapped it.
 func docsFailures() []failure {
 	return []failure{
 		{is: []error{docs.ErrTooLarge}, status: http.StatusRequestEntityTooLarge},
@@ -173,15 +175,16 @@ func docsFailures() []failure {
 		{is: []error{docs.ErrBusy}, status: http.StatusServiceUnavailable, retryable: always},
 		// Waiting will not help: the operator must fix DATABASE_URL.
 		{is: []error{docs.ErrMisconfigured}, status: http.StatusServiceUnavailable,
-			prefix: "the document store cannot log in to its database: "},
+			clean: "the document store cannot log in to its database; the operator must fix DATABASE_URL"},
 		{is: []error{docs.ErrUnavailable}, status: http.StatusServiceUnavailable, retryable: always,
-			prefix: "the document store is unavailable right now: "},
+			clean: "the document store is unavailable right now; try again shortly"},
 		// Another replica, or this one after a restart, can answer.
 		{is: []error{docs.ErrClosed}, status: http.StatusServiceUnavailable, retryable: always,
 			clean: "the server is shutting down; call again"},
 		{is: []error{embed.ErrUnavailable}, status: http.StatusServiceUnavailable, retryable: always,
-			prefix: "the embedding service is unavailable right now: "},
-		{is: []error{docs.ErrSchemaOutdated}, status: http.StatusServiceUnavailable},
+			clean: "the embedding service is unavailable right now; try again shortly"},
+		{is: []error{docs.ErrSchemaOutdated}, status: http.StatusServiceUnavailable,
+			clean: "the document store's database schema is outdated; the operator must run `mcpsearch migrate`"},
 	}
 }
 

@@ -31,6 +31,10 @@ type ToolError struct {
 	Retryable    bool   `json:"retryable"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 	Status       int    `json:"-"`
+	// cause is the error a clean Message stands for, whose text names what
+	// only the operator should see (database users, names, addresses): it
+	// goes to the log once, never to the caller.
+	cause error
 }
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
@@ -132,7 +136,8 @@ type failure struct {
 	retryStatus int
 	// prefix and suffix frame the error's text in the message.
 	prefix, suffix string
-	// clean, when set, is the whole message.
+	// clean, when set, is the whole message: the error's text names what
+	// only the operator should see, and goes to the log instead.
 	clean string
 }
 
@@ -155,7 +160,7 @@ func (f failure) toolError(err error) *ToolError {
 		te.Status = cmp.Or(f.retryStatus, f.status)
 	}
 	if f.clean != "" {
-		te.Message = f.clean
+		te.Message, te.cause = f.clean, err
 	}
 	return te
 }
@@ -204,9 +209,17 @@ func newErrorResult(req *mcp.CallToolRequest, te *ToolError) *mcp.CallToolResult
 // writeError answers an HTTP request with the contract's error body and
 // the status of the error's class.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	te := classify(r.Context(), err)
+	te := classifyRequest(r, err)
 	errorHeaders(w, te)
 	writeJSON(w, te.Status, envelope{te})
+}
+
+// classifyRequest is classify for an HTTP route: the cause a clean message
+// leaves out goes to the request's log line.
+func classifyRequest(r *http.Request, err error) *ToolError {
+	te := classify(r.Context(), err)
+	noteCause(r.Context(), te.cause)
+	return te
 }
 
 // errorHeaders sets the headers an error's class calls for: the key to

@@ -208,6 +208,9 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 	case o.failure != nil:
 		level, code = slog.LevelWarn, o.failure.Code
 		attrs = append(attrs, "error", o.failure.Message)
+		if o.failure.cause != nil {
+			attrs = append(attrs, "cause", o.failure.cause.Error())
+		}
 	}
 	attrs = append(attrs, "outcome", code)
 	s.metrics.observe(c.Tool, c.Transport, code, took)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -376,6 +377,33 @@ func TestToolErrorMapping(t *testing.T) {
 		te := classify(ctx, tt.err)
 		if te.Code != tt.code || te.Status != tt.status || te.Retryable != tt.retryable {
 			t.Errorf("classify(%v) = %+v, want %s %d retryable=%v", tt.err, te, tt.code, tt.status, tt.retryable)
+		}
+	}
+}
+
+// TestCleanMessages checks that failures whose text names what only the
+// operator should see answer a sentence of their own, keeping the error
+// for the log.
+func TestCleanMessages(t *testing.T) {
+	detail := errors.New("failed to connect to `user=leakuser database=leakdb`: 10.0.0.7:5432 (10.0.0.7): dial error")
+	tests := []struct {
+		err       error
+		retryable bool
+		want      string
+	}{
+		{fmt.Errorf("list files: docs: list files: %w: %w", docs.ErrUnavailable, detail), true, "document store is unavailable"},
+		{fmt.Errorf("docs: search: %w: check the user and password in DATABASE_URL: %w", docs.ErrMisconfigured, detail), false, "fix DATABASE_URL"},
+		{fmt.Errorf("docs: search: embed query: %w: %w", embed.ErrUnavailable, detail), true, "embedding service is unavailable"},
+		{fmt.Errorf("docs: list files: %w: %w", docs.ErrSchemaOutdated, detail), false, "mcpsearch migrate"},
+	}
+	for _, tt := range tests {
+		te := classify(context.Background(), tt.err)
+		if te.Status != http.StatusServiceUnavailable || te.Retryable != tt.retryable || !strings.Contains(te.Message, tt.want) ||
+			strings.Contains(te.Message, "leak") || strings.Contains(te.Message, "10.0.0.7") || strings.Contains(te.Message, "docs:") {
+			t.Errorf("classify(%v) = %+v, want 503 retryable=%v saying %q and nothing of the error's text", tt.err, te, tt.retryable, tt.want)
+		}
+		if !errors.Is(te.cause, tt.err) {
+			t.Errorf("classify(%v) keeps cause %v, want the error for the log", tt.err, te.cause)
 		}
 	}
 }
