@@ -3,12 +3,13 @@ package config
 import (
 	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/internal/readmetest"
 )
 
 func env(m map[string]string) []string {
@@ -148,33 +149,11 @@ func TestDescribeRedactsSecrets(t *testing.T) {
 
 var update = flag.Bool("update", false, "rewrite the README's table of settings")
 
-const tableBegin, tableEnd = "<!-- settings:begin -->\n", "<!-- settings:end -->"
-
 // TestREADMESettingsTable keeps the README's table of settings in step
 // with the settings themselves (go test ./config -run README -update
 // rewrites it).
 func TestREADMESettingsTable(t *testing.T) {
-	path := filepath.Join("..", "README.md")
-	readme, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(readme)
-	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q ... %q markers", tableBegin, tableEnd)
-	}
-	want := settingsTable()
-	if got := s[i+len(tableBegin) : j]; got != want {
-		if *update {
-			s = s[:i+len(tableBegin)] + want + s[j:]
-			if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("README table of settings is stale; run go test ./config -run README -update\nwant:\n%s", want)
-	}
+	readmetest.Check(t, filepath.Join("..", "README.md"), "settings", settingsTable(), *update, "go test ./config -run README -update")
 }
 
 // TestSettings checks the list of settings itself: names and flags are

@@ -81,6 +81,17 @@ func auditConfig(t *testing.T, searxngURL, key string) config {
 	return docsConfig(t, searxngURL).with("MCP_API_KEYS_FILE=" + keys)
 }
 
+// auditedServer starts a documents server over streamable HTTP whose only
+// key is key, with settings (KEY=VALUE) on top of auditConfig, and connects
+// the Go SDK's client with that key.
+func auditedServer(t *testing.T, key string, settings ...string) (config, target, *mcp.ClientSession) {
+	t.Helper()
+	cfg := auditConfig(t, searxngtest.New(t).URL, key).with(settings...)
+	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+	tg.key = key
+	return cfg, tg, dialHTTP(t, tg)
+}
+
 // dialHTTP connects the Go SDK's client over streamable HTTP with tg's
 // key, in the handshake era (2025-11-25), whose calls belong to a session;
 // modern_test.go covers the audit of the stateless revision. Unlike
@@ -137,15 +148,10 @@ func (c auditCall) call(t *testing.T, s *mcp.ClientSession) {
 // call, with its outcome, transport, session, client and key name.
 func TestAuditEveryCall(t *testing.T) {
 	t.Parallel()
-	const key = "interop-audit-key-0123456789"
 	const conv = "conv-audit"
-	fake := searxngtest.New(t)
 	// web_search gets a bucket of 4 that does not refill during the test;
 	// the other tools are not limited.
-	cfg := auditConfig(t, fake.URL, key).with("MCP_web_search_rate_limit_per_minute=1", "MCP_web_search_rate_limit_burst=4")
-	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
-	tg.key = key
-	s := dialHTTP(t, tg)
+	cfg, tg, s := auditedServer(t, "interop-audit-key-0123456789", "MCP_web_search_rate_limit_per_minute=1", "MCP_web_search_rate_limit_burst=4")
 
 	calls := []auditCall{
 		{"web_search", map[string]any{"query": "audit one"}, ""},
@@ -203,14 +209,9 @@ func TestAuditEveryCall(t *testing.T) {
 // rows of the calls that ran do.
 func TestAuditRefusedCalls(t *testing.T) {
 	t.Parallel()
-	const key = "interop-refused-key-0123456789"
 	const conv = "audit-conv"
-	fake := searxngtest.New(t)
 	// list_files gets a bucket of 5 that does not refill during the test.
-	cfg := auditConfig(t, fake.URL, key).with("MCP_list_files_rate_limit_per_minute=1", "MCP_list_files_rate_limit_burst=5")
-	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
-	tg.key = key
-	s := dialHTTP(t, tg)
+	cfg, tg, s := auditedServer(t, "interop-refused-key-0123456789", "MCP_list_files_rate_limit_per_minute=1", "MCP_list_files_rate_limit_burst=5")
 	var calls []auditCall
 	for i := range 8 {
 		code := ""
