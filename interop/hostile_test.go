@@ -702,7 +702,7 @@ func TestHostileToolCalls(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			cfg := docsConfig(t, fake.URL).with("MCP_fetch_url_enabled=true", "MCP_fetch_url_allow_hosts=127.0.0.1")
+			cfg := fullConfig(t, fake.URL)
 			h := &hostileRun{name: transport, answers: map[string]int{}}
 			var stop func()
 			var output func() string

@@ -127,9 +127,9 @@ func restRate(t *testing.T, resp *http.Response) rateHeaders {
 	return parseRateHeaders(t, resp.Header)
 }
 
-// restConfig is a documents server with fetch_url reading loopback pages,
-// the two REST keys, a web_search bucket of restSearchBurst per key and a
-// short web_search timeout.
+// restConfig is the fullest server (fullConfig) with the two REST keys, a
+// web_search bucket of restSearchBurst per key and a short web_search
+// timeout.
 func restConfig(t *testing.T, searxngURL string) config {
 	t.Helper()
 	keys := filepath.Join(t.TempDir(), "keys")
@@ -137,10 +137,8 @@ func restConfig(t *testing.T, searxngURL string) config {
 	if err := os.WriteFile(keys, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return docsConfig(t, searxngURL).with(
+	return fullConfig(t, searxngURL).with(
 		"MCP_API_KEYS_FILE="+keys,
-		"MCP_fetch_url_enabled=true",
-		"MCP_fetch_url_allow_hosts=127.0.0.1",
 		"MCP_web_search_timeout_ms=2000",
 		"MCP_web_search_rate_limit_per_minute=1",
 		"MCP_web_search_rate_limit_burst="+strconv.Itoa(restSearchBurst),
