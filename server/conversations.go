@@ -40,24 +40,16 @@ type ConversationInfo struct {
 const defaultConversationsListed = 50
 
 func listConversationsTool() declared {
-	return tool[docsTools, ListConversationsInput, ListConversationsOutput]{
-		def: &mcp.Tool{
-			Name:  "list_conversations",
-			Title: "List conversations with files",
-			Description: "List the conversations that hold uploaded files, most recent upload first, with how many files each has (ready, processing, failed) and how many chunks. " +
-				"Use it to find the conversation_id for search_docs and list_files when the user has not given one.",
-			Annotations: withTitle(docsReadOnly, "List conversations with files"),
-		},
-		handler: newDocsTools,
-		constrain: func(_ docsTools, sc *jsonschema.Schema) {
-			l := prop(sc, "limit")
-			l.Minimum, l.Maximum = ptr(1.0), ptr(200.0)
-		},
-		run:      docsTools.listConversations,
-		failures: docsFailures(),
-		probe:    "database",
-		ping:     docsTools.ping,
-	}
+	return docsTool(&mcp.Tool{
+		Name:  "list_conversations",
+		Title: "List conversations with files",
+		Description: "List the conversations that hold uploaded files, most recent upload first, with how many files each has (ready, processing, failed) and how many chunks. " +
+			"Use it to find the conversation_id for search_docs and list_files when the user has not given one.",
+		Annotations: withTitle(docsReadOnly, "List conversations with files"),
+	}, func(_ docsTools, sc *jsonschema.Schema) {
+		l := prop(sc, "limit")
+		l.Minimum, l.Maximum = ptr(1.0), ptr(200.0)
+	}, docsTools.listConversations)
 }
 
 func (d docsTools) listConversations(ctx context.Context, in ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {

@@ -190,58 +190,42 @@ func docsFailures() []failure {
 
 var docsReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false), IdempotentHint: true}
 
+// docsTool declares a tool of the documents store: they share their
+// handler, its failures and the database /readyz checks.
+func docsTool[In scoped, Out any](def *mcp.Tool, constrain func(docsTools, *jsonschema.Schema),
+	run func(docsTools, context.Context, In) (*mcp.CallToolResult, Out, error)) declared {
+	return tool[docsTools, In, Out]{def: def, handler: newDocsTools, constrain: constrain, run: run,
+		failures: docsFailures(), probe: "database", ping: docsTools.ping}
+}
+
 func searchDocsTool() declared {
-	return tool[docsTools, SearchDocsInput, SearchDocsOutput]{
-		def: &mcp.Tool{
-			Name:  "search_docs",
-			Title: "Search uploaded documents",
-			Description: "Search the files uploaded to a conversation (PDFs, text, Markdown, HTML) and return the most relevant passages. " +
-				"Use it before answering questions about the user's documents, and quote what it returns. " +
-				"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
-				"Each chunk has its file name, page number and a chunk_id that get_chunk opens.",
-			Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
-		},
-		handler:   newDocsTools,
-		constrain: docsTools.searchDocsSchema,
-		run:       docsTools.searchDocs,
-		failures:  docsFailures(),
-		probe:     "database",
-		ping:      docsTools.ping,
-	}
+	return docsTool(&mcp.Tool{
+		Name:  "search_docs",
+		Title: "Search uploaded documents",
+		Description: "Search the files uploaded to a conversation (PDFs, text, Markdown, HTML) and return the most relevant passages. " +
+			"Use it before answering questions about the user's documents, and quote what it returns. " +
+			"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
+			"Each chunk has its file name, page number and a chunk_id that get_chunk opens.",
+		Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
+	}, docsTools.searchDocsSchema, docsTools.searchDocs)
 }
 
 func listFilesTool() declared {
-	return tool[docsTools, ListFilesInput, ListFilesOutput]{
-		def: &mcp.Tool{
-			Name:        "list_files",
-			Title:       "List uploaded files",
-			Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason). An unknown conversation has no files.",
-			Annotations: withTitle(docsReadOnly, "List uploaded files"),
-		},
-		handler:   newDocsTools,
-		constrain: docsTools.conversationSchema,
-		run:       docsTools.listFiles,
-		failures:  docsFailures(),
-		probe:     "database",
-		ping:      docsTools.ping,
-	}
+	return docsTool(&mcp.Tool{
+		Name:        "list_files",
+		Title:       "List uploaded files",
+		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason). An unknown conversation has no files.",
+		Annotations: withTitle(docsReadOnly, "List uploaded files"),
+	}, docsTools.conversationSchema, docsTools.listFiles)
 }
 
 func getChunkTool() declared {
-	return tool[docsTools, GetChunkInput, GetChunkOutput]{
-		def: &mcp.Tool{
-			Name:        "get_chunk",
-			Title:       "Open a document chunk",
-			Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, page number and character offsets in the file's text.",
-			Annotations: withTitle(docsReadOnly, "Open a document chunk"),
-		},
-		handler:   newDocsTools,
-		constrain: docsTools.getChunkSchema,
-		run:       docsTools.getChunk,
-		failures:  docsFailures(),
-		probe:     "database",
-		ping:      docsTools.ping,
-	}
+	return docsTool(&mcp.Tool{
+		Name:        "get_chunk",
+		Title:       "Open a document chunk",
+		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, page number and character offsets in the file's text.",
+		Annotations: withTitle(docsReadOnly, "Open a document chunk"),
+	}, docsTools.getChunkSchema, docsTools.getChunk)
 }
 
 // maxConversationIDLen bounds a conversation id in the published schemas;

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,4 +56,17 @@ func TestToolSchemasGolden(t *testing.T) {
 // the tool definitions.
 func TestREADMEToolReference(t *testing.T) {
 	readmetest.Check(t, filepath.Join("..", "README.md"), "tools", ToolReference(listTools(t)), *update, "go test ./server -run README -update")
+}
+
+// TestCatalogue checks the list every surface reads tools from: names are
+// unique and in the snake_case the per-tool settings (MCP_<tool>_...) and
+// the interop switches (MCP_<tool>_enabled) expect.
+func TestCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range ToolNames() {
+		if seen[name] || !regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`).MatchString(name) {
+			t.Errorf("tool name %q is repeated or not snake_case", name)
+		}
+		seen[name] = true
+	}
 }
