@@ -3,11 +3,12 @@ package config
 import (
 	"flag"
 	"io"
-	"os"
-	"regexp"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/internal/readmetest"
 )
 
 func env(m map[string]string) []string {
@@ -69,17 +70,17 @@ func TestEnvAndFlags(t *testing.T) {
 	}
 }
 
-func TestHybridVectorWeight(t *testing.T) {
+// TestVectorWeight checks how the hybrid weight is read: auto (0, which
+// the documents store resolves for its embedder) or a number.
+func TestVectorWeight(t *testing.T) {
 	tests := []struct {
 		vars map[string]string
 		args []string
 		want float64
 	}{
-		{nil, nil, localVectorWeight},
-		{map[string]string{"MCP_embed_provider": "openai", "MCP_embed_base_url": "http://embed:8000/v1", "MCP_embed_model": "m"}, nil, 1},
-		{map[string]string{"MCP_embed_provider": "ollama", "MCP_embed_model": "nomic-embed-text"}, nil, 1},
+		{nil, nil, 0},
 		{map[string]string{"MCP_docs_vector_weight": "0.5"}, nil, 0.5},
-		{map[string]string{"MCP_docs_vector_weight": "2"}, []string{"--vector-weight", "AUTO"}, localVectorWeight},
+		{map[string]string{"MCP_docs_vector_weight": "2"}, []string{"--vector-weight", "AUTO"}, 0},
 		{nil, []string{"--vector-weight", "10"}, 10},
 	}
 	for _, tt := range tests {
@@ -87,8 +88,8 @@ func TestHybridVectorWeight(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v %v: %v", tt.vars, tt.args, err)
 		}
-		if got := c.HybridVectorWeight(); got != tt.want {
-			t.Errorf("%v %v: HybridVectorWeight() = %v, want %v", tt.vars, tt.args, got, tt.want)
+		if c.VectorWeight != tt.want {
+			t.Errorf("%v %v: VectorWeight = %v, want %v", tt.vars, tt.args, c.VectorWeight, tt.want)
 		}
 	}
 }
@@ -145,41 +146,60 @@ func TestDescribeRedactsSecrets(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigurationTable keeps the README's configuration table in
-// step with the settings: every variable and flag is documented under its
-// own name, and the table names nothing that does not exist.
-func TestREADMEConfigurationTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(readme), "| environment | flag | default | meaning |")
-	if !ok {
-		t.Fatal("README has no configuration table")
-	}
-	table, _, _ = strings.Cut(table, "\n\n")
-	documented := map[string]string{} // variable -> its row
-	for _, row := range strings.Split(table, "\n") {
-		for _, name := range regexp.MustCompile("`((?:MCP|DATABASE)_[A-Za-z_]+)`").FindAllStringSubmatch(row, -1) {
-			documented[name[1]] = row
+var update = flag.Bool("update", false, "rewrite the README's table of settings")
+
+// TestREADMESettingsTable keeps the README's table of settings in step
+// with the settings themselves (go test ./config -run README -update
+// rewrites it).
+func TestREADMESettingsTable(t *testing.T) {
+	readmetest.Check(t, filepath.Join("..", "README.md"), "settings", settingsTable(), *update, "go test ./config -run README -update")
+}
+
+// TestSettings checks the list of settings itself: names and flags are
+// unique, every setting has help, the defaults are a valid configuration,
+// and every value shown reads back as itself, so that `mcpsearch config`
+// output can be fed back. The defaults' values are pinned by the README's
+// table (TestREADMESettingsTable).
+func TestSettings(t *testing.T) {
+	envs, flags := map[string]bool{}, map[string]bool{}
+	for _, s := range settings() {
+		if envs[s.env] || flags[s.flag] || s.help == "" || s.value.set == nil || s.value.get == nil {
+			t.Errorf("setting %s (--%s): duplicate, or without help or value", s.env, s.flag)
 		}
+		envs[s.env], flags[s.flag] = true, true
 	}
-	known := map[string]bool{}
-	for _, v := range vars() {
-		known[v.name] = true
-		row, ok := documented[v.name]
-		if !ok {
-			t.Errorf("README's configuration table lacks %s", v.name)
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Errorf("the defaults are invalid: %v", err)
+	}
+	if c.RateLimits == nil {
+		t.Error("Default() has no map for per-tool rate limits")
+	}
+	for _, s := range settings() {
+		shown := s.value.get(&c)
+		if shown == "" || strings.HasPrefix(shown, "<") {
 			continue
 		}
-		if !strings.Contains(row, "`--"+v.flag+"`") {
-			t.Errorf("README row of %s does not give its flag --%s: %s", v.name, v.flag, row)
+		var back Config
+		if err := s.value.set(&back, shown); err != nil || s.value.get(&back) != shown {
+			t.Errorf("%s: the default shown as %q reads back as %q (%v)", s.env, shown, s.value.get(&back), err)
 		}
 	}
-	for name := range documented {
-		// Per-tool rate limits are a pattern, not one variable.
-		if !known[name] && !strings.HasPrefix(name, "MCP_web_search_rate_limit") {
-			t.Errorf("README documents %s, which is not a setting", name)
+}
+
+// TestEmbedDimensions checks the dimensions the store takes: up to
+// pgvector's 16,000, of which up to 4,000 are indexed.
+func TestEmbedDimensions(t *testing.T) {
+	for _, tt := range []struct {
+		dims string
+		ok   bool
+	}{{"0", true}, {"384", true}, {"3072", true}, {"4000", true}, {"4096", true}, {"16000", true}, {"16001", false}, {"-1", false}} {
+		_, err := load(t, map[string]string{"MCP_embed_dimensions": tt.dims, "MCP_embed_provider": "openai"})
+		if (err == nil) != tt.ok {
+			t.Errorf("MCP_embed_dimensions=%s: error %v, want ok=%v", tt.dims, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "MCP_embed_dimensions (--embed-dimensions): want 0 to 16000") {
+			t.Errorf("MCP_embed_dimensions=%s: error %v does not say what to send", tt.dims, err)
 		}
 	}
 }

@@ -248,7 +248,7 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 	case Keyword:
 		ranked = kl
 	case Hybrid:
-		ranked = fuse(vl, kl, s.opts.VectorWeight, *q.Threshold)
+		ranked = fuse(vl, kl, s.VectorWeight(), *q.Threshold)
 	}
 	if len(ranked) > k {
 		ranked = ranked[:k]

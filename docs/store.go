@@ -37,9 +37,8 @@ type Options struct {
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 	// VectorWeight is the weight of the vector ranking in Hybrid search,
-	// the keyword ranking's being 1: zero means 1, plain reciprocal rank
-	// fusion. A weak embedder (the local one) is better given less weight
-	// than BM25; see DefaultVectorWeight. At most MaxVectorWeight.
+	// the keyword ranking's being 1: zero means auto, chosen for the
+	// embedder (see Store.VectorWeight). At most MaxVectorWeight.
 	VectorWeight float64
 	// KeywordCacheBytes bounds the memory of the in-process keyword
 	// indexes (about 360 bytes per chunk of 1,000 characters once merged, 600 before); zero means
@@ -114,9 +113,6 @@ func NewStore(pool *pgxpool.Pool, emb embed.Embedder, opts Options) (*Store, err
 	}
 	if math.IsNaN(opts.DefaultThreshold) || opts.DefaultThreshold < 0 || opts.DefaultThreshold > 1 {
 		return nil, fmt.Errorf("docs: new store: default threshold %g is outside 0..1", opts.DefaultThreshold)
-	}
-	if opts.VectorWeight == 0 {
-		opts.VectorWeight = 1
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -81,6 +81,17 @@ func auditConfig(t *testing.T, searxngURL, key string) config {
 	return docsConfig(t, searxngURL).with("MCP_API_KEYS_FILE=" + keys)
 }
 
+// auditedServer starts a documents server over streamable HTTP whose only
+// key is key, with settings (KEY=VALUE) on top of auditConfig, and connects
+// the Go SDK's client with that key.
+func auditedServer(t *testing.T, key string, settings ...string) (config, target, *mcp.ClientSession) {
+	t.Helper()
+	cfg := auditConfig(t, searxngtest.New(t).URL, key).with(settings...)
+	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+	tg.key = key
+	return cfg, tg, dialHTTP(t, tg)
+}
+
 // dialHTTP connects the Go SDK's client over streamable HTTP with tg's
 // key, in the handshake era (2025-11-25), whose calls belong to a session;
 // modern_test.go covers the audit of the stateless revision. Unlike
@@ -137,15 +148,10 @@ func (c auditCall) call(t *testing.T, s *mcp.ClientSession) {
 // call, with its outcome, transport, session, client and key name.
 func TestAuditEveryCall(t *testing.T) {
 	t.Parallel()
-	const key = "interop-audit-key-0123456789"
 	const conv = "conv-audit"
-	fake := searxngtest.New(t)
 	// web_search gets a bucket of 4 that does not refill during the test;
 	// the other tools are not limited.
-	cfg := auditConfig(t, fake.URL, key).with("MCP_web_search_rate_limit_per_minute=1", "MCP_web_search_rate_limit_burst=4")
-	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
-	tg.key = key
-	s := dialHTTP(t, tg)
+	cfg, tg, s := auditedServer(t, "interop-audit-key-0123456789", "MCP_web_search_rate_limit_per_minute=1", "MCP_web_search_rate_limit_burst=4")
 
 	calls := []auditCall{
 		{"web_search", map[string]any{"query": "audit one"}, ""},
@@ -193,6 +199,45 @@ func TestAuditEveryCall(t *testing.T) {
 		}
 		if v, ok := r.Args["api_key"]; ok && v != "[REDACTED]" {
 			t.Errorf("row %d stores the argument api_key as %v, want [REDACTED]", i, v)
+		}
+	}
+}
+
+// TestAuditRefusedCalls makes calls the server refuses before their
+// handler runs, by the rate limit and by the input schema, over streamable
+// HTTP: every row names the conversation the call's arguments name, as the
+// rows of the calls that ran do.
+func TestAuditRefusedCalls(t *testing.T) {
+	t.Parallel()
+	const conv = "audit-conv"
+	// list_files gets a bucket of 5 that does not refill during the test.
+	cfg, tg, s := auditedServer(t, "interop-refused-key-0123456789", "MCP_list_files_rate_limit_per_minute=1", "MCP_list_files_rate_limit_burst=5")
+	var calls []auditCall
+	for i := range 8 {
+		code := ""
+		if i >= 5 {
+			code = "RATE_LIMITED"
+		}
+		calls = append(calls, auditCall{"list_files", map[string]any{"conversation_id": conv}, code})
+	}
+	calls = append(calls,
+		auditCall{"search_docs", map[string]any{"query": "x", "conversation_id": conv, "top_k": 99}, "TOOL_ERROR"},
+		auditCall{"search_docs", map[string]any{"query": "x", "conversation_id": conv, "top_k": "many"}, "TOOL_ERROR"})
+	for _, c := range calls {
+		c.call(t, s)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close session: %v", err)
+	}
+	tg.srv.stop(t)
+
+	rows := readAudit(t, cfg["DATABASE_URL"])
+	if len(rows) != len(calls) {
+		t.Fatalf("%d audit rows after %d calls, want one per call: %+v", len(rows), len(calls), rows)
+	}
+	for i, r := range rows {
+		if r.Tool != calls[i].tool || r.Code != calls[i].code || r.Conversation != conv {
+			t.Errorf("row %d: %s %q in conversation %q, want %s %q in %s", i, r.Tool, r.Code, r.Conversation, calls[i].tool, calls[i].code, conv)
 		}
 	}
 }

@@ -702,7 +702,7 @@ func TestHostileToolCalls(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			cfg := docsConfig(t, fake.URL).with("MCP_fetch_url_enabled=true", "MCP_fetch_url_allow_hosts=127.0.0.1")
+			cfg := fullConfig(t, fake.URL)
 			h := &hostileRun{name: transport, answers: map[string]int{}}
 			var stop func()
 			var output func() string
@@ -714,6 +714,11 @@ func TestHostileToolCalls(t *testing.T) {
 				h.conn, stop, output = c, func() { c.srv.stop(t) }, c.srv.output.String
 			}
 			tools := h.listTools(t)
+			var names []string
+			for _, ts := range tools {
+				names = append(names, ts.Name)
+			}
+			offersEveryTool(t, "the hostile-input server", names)
 			h.good(t, "the handshake")
 			hostileCalls := 0
 			for _, ts := range tools {

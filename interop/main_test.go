@@ -67,7 +67,7 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 		binPath = abs
-		return m.Run()
+		return runWithCatalogue(m)
 	}
 	dir, err := os.MkdirTemp("", "mcpsearch-interop-")
 	if err != nil {
@@ -81,6 +81,55 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	binPath = bin
+	return runWithCatalogue(m)
+}
+
+// tools are the tools mcpsearch has, from the golden schemas the server
+// package's tests write from its catalogue; switches are the settings
+// MCP_<tool>_enabled of those the binary has. TestMain reads both once, so
+// that the suites' configurations follow the catalogue: a server of web
+// search alone turns every other switch off, the fullest server turns
+// every switch on.
+var tools struct {
+	names    []string
+	switches map[string]string
+}
+
+// runWithCatalogue reads tools, then runs the tests.
+func runWithCatalogue(m *testing.M) int {
+	raw, err := os.ReadFile(filepath.Join("..", "server", "testdata", "tools.golden.json"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop: the golden tool schemas:", err)
+		return 1
+	}
+	var golden []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &golden); err != nil || len(golden) == 0 {
+		fmt.Fprintln(os.Stderr, "interop: the golden tool schemas:", err)
+		return 1
+	}
+	cmd := exec.Command(binPath, "config")
+	cmd.Env = config{}.processEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop: mcpsearch config:", err)
+		return 1
+	}
+	settings := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, _, ok := strings.Cut(line, "="); ok {
+			settings[name] = true
+		}
+	}
+	tools.switches = map[string]string{}
+	for _, g := range golden {
+		tools.names = append(tools.names, g.Name)
+		if sw := "MCP_" + g.Name + "_enabled"; settings[sw] {
+			tools.switches[g.Name] = sw
+		}
+	}
+	slices.Sort(tools.names)
 	return m.Run()
 }
 
@@ -129,7 +178,8 @@ type config map[string]string
 // baseConfig is the configuration every test starts from: the fake
 // SearXNG, no cache (so each call reaches the fake and its mode), no rate
 // limit (tests share servers), a timeout generous enough for a loaded
-// machine, JSON logs and no documents tools, which need a database.
+// machine, JSON logs, and web_search alone: no documents tools, which need
+// a database, and every other tool's switch off.
 func baseConfig(searxngURL string) config {
 	c := config{
 		"MCP_web_search_searxng_url": searxngURL,
@@ -138,8 +188,12 @@ func baseConfig(searxngURL string) config {
 		"MCP_web_search_max_results": "10",
 		"MCP_rate_limit_per_minute":  "0",
 		"MCP_docs_enabled":           "false",
-		"MCP_fetch_url_enabled":      "false",
 		"MCP_log_format":             "json",
+	}
+	for tool, sw := range tools.switches {
+		if tool != "web_search" {
+			c[sw] = "false"
+		}
 	}
 	if raceBuild {
 		// A race-enabled binary sleeps 1 s at exit by default; dozens of
@@ -432,6 +486,31 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// fullConfig is the fullest server: the documents tools on a fresh
+// database, every tool's switch on, and fetch_url allowed to read the
+// loopback pages the tests serve. The suites that cover every tool start
+// from it and check that it offers every tool (offersEveryTool).
+func fullConfig(t *testing.T, searxngURL string) config {
+	t.Helper()
+	c := docsConfig(t, searxngURL).with("MCP_fetch_url_allow_hosts=127.0.0.1")
+	for _, sw := range tools.switches {
+		c[sw] = "true"
+	}
+	return c
+}
+
+// offersEveryTool fails t unless offered names every tool mcpsearch has,
+// so that a suite meant to cover every tool cannot skip one: its
+// configuration (fullConfig) lacks a setting the missing tool needs.
+func offersEveryTool(t *testing.T, what string, offered []string) {
+	t.Helper()
+	for _, name := range tools.names {
+		if !slices.Contains(offered, name) {
+			t.Errorf("%s does not offer %s, which mcpsearch has: give fullConfig what %s needs", what, name, name)
+		}
+	}
 }
 
 // upstreamCase is a failure of SearXNG and the contract error it must map to.

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
@@ -124,9 +127,9 @@ func restRate(t *testing.T, resp *http.Response) rateHeaders {
 	return parseRateHeaders(t, resp.Header)
 }
 
-// restConfig is a documents server with fetch_url reading loopback pages,
-// the two REST keys, a web_search bucket of restSearchBurst per key and a
-// short web_search timeout.
+// restConfig is the fullest server (fullConfig) with the two REST keys, a
+// web_search bucket of restSearchBurst per key and a short web_search
+// timeout.
 func restConfig(t *testing.T, searxngURL string) config {
 	t.Helper()
 	keys := filepath.Join(t.TempDir(), "keys")
@@ -134,10 +137,8 @@ func restConfig(t *testing.T, searxngURL string) config {
 	if err := os.WriteFile(keys, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return docsConfig(t, searxngURL).with(
+	return fullConfig(t, searxngURL).with(
 		"MCP_API_KEYS_FILE="+keys,
-		"MCP_fetch_url_enabled=true",
-		"MCP_fetch_url_allow_hosts=127.0.0.1",
 		"MCP_web_search_timeout_ms=2000",
 		"MCP_web_search_rate_limit_per_minute=1",
 		"MCP_web_search_rate_limit_burst="+strconv.Itoa(restSearchBurst),
@@ -165,9 +166,11 @@ func TestOpenAPIDocument(t *testing.T) {
 	rep := runNodeScript(t, "openapi-check.mjs", "openapi", "http",
 		[]string{"--base", srv.base, "--header", "Authorization: Bearer " + restKey})
 	tools, _ := rep.Details["tools"].([]any)
-	if len(tools) != 6 {
-		t.Errorf("the documents and fetch_url server offers %v, want its six tools", tools)
+	names := make([]string, 0, len(tools))
+	for _, name := range tools {
+		names = append(names, fmt.Sprint(name))
 	}
+	offersEveryTool(t, "the REST facade's server", names)
 }
 
 // TestRESTFacade invokes every tool through the facade's two routes with
@@ -321,4 +324,87 @@ func TestRESTFacade(t *testing.T) {
 		t.Errorf("audit rows by key %v, want one per invocation that reached a tool: %v", got, calls)
 	}
 	t.Logf("%d audit rows: %v; codes %s", len(rows), got, auditCodes(rows))
+}
+
+// TestDatabaseDownIsOneSentence starts the binary with its database behind
+// a closed port: the documents tools over MCP (the Go SDK's client) and the
+// REST facade, and the upload API, answer one retryable sentence that names
+// neither the database's user, name nor address nor the words of the code
+// that wrapped the driver's error. The server's log has the cause.
+func TestDatabaseDownIsOneSentence(t *testing.T) {
+	t.Parallel()
+	const sentence = "the document store is unavailable right now; try again shortly"
+	fake := searxngtest.New(t)
+	cfg := docsConfig(t, fake.URL)
+	dbURL := cfg["DATABASE_URL"]
+	u, err := url.Parse(dbURL)
+	if err != nil || u.User == nil {
+		t.Fatalf("DATABASE_URL has no user: %v", err)
+	}
+	// A proxy cut before the server starts is a closed port; it listens
+	// again before the server stops, so the audit rows are stored.
+	proxy := newTCPProxy(t, hostPort(t, dbURL))
+	proxy.cut()
+	cfg = cfg.with("DATABASE_URL=" + viaProxy(t, dbURL, proxy.addr))
+	leaks := []string{"user=", "database=", strings.TrimPrefix(u.Path, "/"), proxy.addr, hostPort(t, dbURL), "dial", "docs:", "list files:"}
+	clean := func(where, msg string, retryable *bool) {
+		t.Helper()
+		if msg != sentence || retryable == nil || !*retryable {
+			t.Errorf("%s: %q retryable %v, want %q retryable", where, msg, retryable, sentence)
+		}
+		for _, leak := range leaks {
+			if strings.Contains(msg, leak) {
+				t.Errorf("%s: the answer shows %q: %s", where, leak, msg)
+			}
+		}
+	}
+	tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+
+	s := dialHTTP(t, tg)
+	for _, c := range []auditCall{
+		{"list_files", map[string]any{"conversation_id": "conv-down"}, "TOOL_ERROR"},
+		{"search_docs", map[string]any{"query": "tide", "conversation_id": "conv-down"}, "TOOL_ERROR"},
+		{"list_conversations", map[string]any{}, "TOOL_ERROR"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		cancel()
+		if err != nil {
+			t.Fatalf("MCP %s: %v", c.tool, err)
+		}
+		e := searchErr(t, res)
+		if e.Code != c.code {
+			t.Errorf("MCP %s: %s, want %s", c.tool, e.Code, c.code)
+		}
+		clean("MCP "+c.tool, e.Message, e.Retryable)
+	}
+
+	rest := &restClient{base: tg.srv.base, calls: map[string]int{}}
+	for path, body := range map[string]string{
+		"/mcp/invoke":            `{"tool_name":"list_files","params":{"conversation_id":"conv-down"}}`,
+		"/mcp/tools/search_docs": `{"query":"tide","conversation_id":"conv-down"}`,
+	} {
+		_, a := rest.fails(t, path, body, true, http.StatusServiceUnavailable, "TOOL_ERROR", true)
+		clean("REST "+path, a.Error, a.Retryable)
+	}
+
+	api := apiClient{base: tg.srv.base}
+	status, body := api.do(t, http.MethodGet, "/v1/conversations/conv-down/files", "", nil)
+	var e struct {
+		Error *toolError `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || status != http.StatusServiceUnavailable || e.Error == nil {
+		t.Errorf("GET /v1/conversations/conv-down/files: %d %s, want 503 and the contract's error", status, body)
+	} else {
+		clean("GET /v1/conversations/conv-down/files", e.Error.Message, e.Error.Retryable)
+	}
+
+	proxy.restore(t)
+	if err := s.Close(); err != nil {
+		t.Errorf("close session: %v", err)
+	}
+	tg.srv.stop(t)
+	if out := tg.srv.output.String(); !strings.Contains(out, `"cause"`) || !strings.Contains(out, proxy.addr) {
+		t.Errorf("the server's log does not give the cause of the outage:\n%s", out)
+	}
 }

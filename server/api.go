@@ -96,7 +96,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	var out uploadResponse
 	var firstRefusal *ToolError
 	refuse := func(name string, err error) {
-		te := classify(r.Context(), err)
+		te := classifyRequest(r, err)
 		if firstRefusal == nil {
 			firstRefusal = te
 		}

@@ -27,8 +27,9 @@ type call struct {
 	Args json.RawMessage
 
 	mu sync.Mutex
-	// conversation is the conversation the call touches, known once the
-	// tool's input is decoded (or, for get_chunk, once the chunk is read).
+	// conversation is the conversation the call touches: the one its
+	// arguments name, known before it runs, refused or not (for get_chunk,
+	// once the chunk is read).
 	conversation string
 	// ran is set when the typed handler is reached: arguments that never
 	// reach it were refused by the input schema.

@@ -39,22 +39,20 @@ type ConversationInfo struct {
 
 const defaultConversationsListed = 50
 
-func listConversationsTool() *mcp.Tool {
-	return &mcp.Tool{
+func listConversationsTool() declared {
+	return docsTool(&mcp.Tool{
 		Name:  "list_conversations",
 		Title: "List conversations with files",
 		Description: "List the conversations that hold uploaded files, most recent upload first, with how many files each has (ready, processing, failed) and how many chunks. " +
 			"Use it to find the conversation_id for search_docs and list_files when the user has not given one.",
 		Annotations: withTitle(docsReadOnly, "List conversations with files"),
-	}
+	}, func(_ docsTools, sc *jsonschema.Schema) {
+		l := prop(sc, "limit")
+		l.Minimum, l.Maximum = ptr(1.0), ptr(200.0)
+	}, docsTools.listConversations)
 }
 
-func listConversationsSchema(_ *Server, sc *jsonschema.Schema) {
-	l := prop(sc, "limit")
-	l.Minimum, l.Maximum = ptr(1.0), ptr(200.0)
-}
-
-func (s *Server) listConversations(ctx context.Context, in ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {
+func (d docsTools) listConversations(ctx context.Context, in ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {
 	limit := in.Limit
 	if limit == 0 {
 		limit = defaultConversationsListed
@@ -64,12 +62,12 @@ func (s *Server) listConversations(ctx context.Context, in ListConversationsInpu
 	if id := identityFrom(ctx); id.key != nil && id.key.Conversations != nil {
 		only = id.key.Conversations
 	}
-	convs, err := s.deps.Docs.ListConversations(ctx, only, limit)
+	convs, err := d.store.ListConversations(ctx, only, limit)
 	if err != nil {
 		return nil, ListConversationsOutput{}, fmt.Errorf("list conversations: %w", err)
 	}
 	out := ListConversationsOutput{Conversations: make([]ConversationInfo, 0, len(convs))}
-	if def := s.cfg.DefaultConversation; def != "" && identityFrom(ctx).allows(def) {
+	if def := d.defaultConversation; def != "" && identityFrom(ctx).allows(def) {
 		out.Default = def
 	}
 	var b strings.Builder

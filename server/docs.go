@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
 )
 
 // SearchDocsInput is the search_docs tool's arguments.
@@ -117,10 +119,87 @@ func (in *ListFilesInput) setDefaultConversation(id string) {
 	}
 }
 
+// Documents reads and deletes uploaded documents (docs.Store).
+type Documents interface {
+	Search(ctx context.Context, q docs.Query) ([]docs.Hit, error)
+	// DefaultThreshold is the similarity a query without a threshold
+	// needs, calibrated for the embedder in use.
+	DefaultThreshold() float64
+	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
+	GetFile(ctx context.Context, id string) (docs.File, error)
+	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
+	Passage(ctx context.Context, chunkID string, before, after int) (docs.Passage, error)
+	FileText(ctx context.Context, id string) (docs.File, string, error)
+	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
+	DeleteFile(ctx context.Context, id string) error
+	ListConversations(ctx context.Context, only []string, limit int) ([]docs.Conversation, error)
+	DeleteConversation(ctx context.Context, conversationID string) (int, error)
+	Ping(ctx context.Context) error
+}
+
+// Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
+type Uploads interface {
+	SubmitUpload(ctx context.Context, u docs.Upload) (docs.File, error)
+	// Reserve takes a queue slot before a body is read (ErrBusy when none
+	// is free); SubmitFile then stores an upload spooled to a file.
+	Reserve() (*docs.Ticket, error)
+	SubmitFile(ctx context.Context, t *docs.Ticket, u docs.Upload) (docs.File, error)
+	IngestStats() docs.IngestStats
+}
+
+// docsTools answers the documents tools.
+type docsTools struct {
+	store Documents
+	// defaultConversation is the conversation of calls that name none.
+	defaultConversation string
+}
+
+func newDocsTools(e toolEnv) (docsTools, bool) {
+	return docsTools{store: e.deps.Docs, defaultConversation: e.cfg.DefaultConversation}, e.deps.Docs != nil && e.cfg.DocsEnabled
+}
+
+func (d docsTools) ping(ctx context.Context) error { return d.store.Ping(ctx) }
+
+// docsFailures are the documents store's failures, for its tools and the
+// upload API. A database or embedding service that cannot be reached, or
+// logged in to, is one sentence to the caller: the error's own text names
+// the database user, its name and address, and repeats what wrapped it.
+func docsFailures() []failure {
+	return []failure{
+		{is: []error{docs.ErrTooLarge}, status: http.StatusRequestEntityTooLarge},
+		{is: []error{docs.ErrUnsupportedType}, status: http.StatusUnsupportedMediaType},
+		{is: []error{docs.ErrInvalidID}, status: http.StatusBadRequest, prefix: "invalid arguments: ",
+			suffix: " (send an id exactly as search_docs or list_files returned it)"},
+		{is: []error{docs.ErrEmptyQuery, docs.ErrInvalidArgument}, status: http.StatusBadRequest, prefix: "invalid arguments: "},
+		{is: []error{docs.ErrNotFound}, status: http.StatusNotFound, suffix: " (it may have been deleted; search again)"},
+		{is: []error{docs.ErrBusy}, status: http.StatusServiceUnavailable, retryable: always},
+		// Waiting will not help: the operator must fix DATABASE_URL.
+		{is: []error{docs.ErrMisconfigured}, status: http.StatusServiceUnavailable,
+			clean: "the document store cannot log in to its database; the operator must fix DATABASE_URL"},
+		{is: []error{docs.ErrUnavailable}, status: http.StatusServiceUnavailable, retryable: always,
+			clean: "the document store is unavailable right now; try again shortly"},
+		// Another replica, or this one after a restart, can answer.
+		{is: []error{docs.ErrClosed}, status: http.StatusServiceUnavailable, retryable: always,
+			clean: "the server is shutting down; call again"},
+		{is: []error{embed.ErrUnavailable}, status: http.StatusServiceUnavailable, retryable: always,
+			clean: "the embedding service is unavailable right now; try again shortly"},
+		{is: []error{docs.ErrSchemaOutdated}, status: http.StatusServiceUnavailable,
+			clean: "the document store's database schema is outdated; the operator must run `mcpsearch migrate`"},
+	}
+}
+
 var docsReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false), IdempotentHint: true}
 
-func searchDocsTool() *mcp.Tool {
-	return &mcp.Tool{
+// docsTool declares a tool of the documents store: they share their
+// handler, its failures and the database /readyz checks.
+func docsTool[In scoped, Out any](def *mcp.Tool, constrain func(docsTools, *jsonschema.Schema),
+	run func(docsTools, context.Context, In) (*mcp.CallToolResult, Out, error)) declared {
+	return tool[docsTools, In, Out]{def: def, handler: newDocsTools, constrain: constrain, run: run,
+		failures: docsFailures(), probe: "database", ping: docsTools.ping}
+}
+
+func searchDocsTool() declared {
+	return docsTool(&mcp.Tool{
 		Name:  "search_docs",
 		Title: "Search uploaded documents",
 		Description: "Search the files uploaded to a conversation (PDFs, text, Markdown, HTML) and return the most relevant passages. " +
@@ -128,25 +207,25 @@ func searchDocsTool() *mcp.Tool {
 			"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
 			"Each chunk has its file name, page number and a chunk_id that get_chunk opens.",
 		Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
-	}
+	}, docsTools.searchDocsSchema, docsTools.searchDocs)
 }
 
-func listFilesTool() *mcp.Tool {
-	return &mcp.Tool{
+func listFilesTool() declared {
+	return docsTool(&mcp.Tool{
 		Name:        "list_files",
 		Title:       "List uploaded files",
 		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason). An unknown conversation has no files.",
 		Annotations: withTitle(docsReadOnly, "List uploaded files"),
-	}
+	}, docsTools.conversationSchema, docsTools.listFiles)
 }
 
-func getChunkTool() *mcp.Tool {
-	return &mcp.Tool{
+func getChunkTool() declared {
+	return docsTool(&mcp.Tool{
 		Name:        "get_chunk",
 		Title:       "Open a document chunk",
 		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, page number and character offsets in the file's text.",
 		Annotations: withTitle(docsReadOnly, "Open a document chunk"),
-	}
+	}, docsTools.getChunkSchema, docsTools.getChunk)
 }
 
 // maxConversationIDLen bounds a conversation id in the published schemas;
@@ -156,31 +235,33 @@ const maxConversationIDLen = 256
 // maxIDLen bounds file and chunk ids (uuids) in the published schemas.
 const maxIDLen = 64
 
-func conversationSchema(s *Server, sc *jsonschema.Schema) {
+// conversationSchema publishes the limits of conversation_id, which a
+// call may leave out when the server has a default conversation.
+func (d docsTools) conversationSchema(sc *jsonschema.Schema) {
 	p := prop(sc, "conversation_id")
 	p.MinLength, p.MaxLength = ptr(1), ptr(maxConversationIDLen)
-	if def := s.cfg.DefaultConversation; def != "" {
+	if def := d.defaultConversation; def != "" {
 		// With a default, a call may leave the conversation out.
 		sc.Required = slices.DeleteFunc(sc.Required, func(n string) bool { return n == "conversation_id" })
 		p.Description += fmt.Sprintf(" (default %q, the server's own)", def)
 	}
 }
 
-func searchDocsSchema(s *Server, sc *jsonschema.Schema) {
-	conversationSchema(s, sc)
+func (d docsTools) searchDocsSchema(sc *jsonschema.Schema) {
+	d.conversationSchema(sc)
 	q := prop(sc, "query")
 	q.MinLength, q.MaxLength = ptr(1), ptr(docs.MaxQueryRunes)
 	k := prop(sc, "top_k")
 	k.Minimum, k.Maximum, k.Default = ptr(1.0), ptr(float64(docs.MaxTopK)), []byte(fmt.Sprint(docs.DefaultTopK))
 	t := prop(sc, "threshold")
-	if s != nil && s.deps.Docs != nil {
-		t.Description += fmt.Sprintf(" (default here %.2f: similarity is relative to the embedding model, whose unrelated passages score near 0 and close paraphrases highest)", s.deps.Docs.DefaultThreshold())
+	if d.store != nil {
+		t.Description += fmt.Sprintf(" (default here %.2f: similarity is relative to the embedding model, whose unrelated passages score near 0 and close paraphrases highest)", d.store.DefaultThreshold())
 	}
 	t.Minimum, t.Maximum = ptr(0.0), ptr(1.0)
 	prop(sc, "mode").Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
 }
 
-func getChunkSchema(_ *Server, sc *jsonschema.Schema) {
+func (docsTools) getChunkSchema(sc *jsonschema.Schema) {
 	p := prop(sc, "chunk_id")
 	p.MinLength, p.MaxLength = ptr(1), ptr(maxIDLen)
 	for _, name := range []string{"before", "after"} {
@@ -195,10 +276,10 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 	return &c
 }
 
-func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
+func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
 		Threshold: in.Threshold, Mode: docs.Mode(in.Mode)}
-	hits, err := s.deps.Docs.Search(ctx, q)
+	hits, err := d.store.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)
 	}
@@ -211,9 +292,9 @@ func (s *Server) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallT
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q.Text, out)}}}, out, nil
 }
 
-func (s *Server) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
+func (d docsTools) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
 	conv := in.scope().conversation
-	files, err := s.deps.Docs.ListFiles(ctx, conv)
+	files, err := d.store.ListFiles(ctx, conv)
 	if err != nil {
 		return nil, ListFilesOutput{}, fmt.Errorf("list files: %w", err)
 	}
@@ -235,15 +316,15 @@ func (s *Server) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToo
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
 }
 
-func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
+func (d docsTools) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
 	id := strings.TrimSpace(in.ChunkID)
 	// Another tenant's chunk is answered exactly like an unknown one, so
 	// that ids reveal nothing across tenants.
 	notFound := fmt.Errorf("get chunk: no chunk %q: %w", id, docs.ErrNotFound)
 	if in.Before > 0 || in.After > 0 {
-		return s.getPassage(ctx, id, in, notFound)
+		return d.getPassage(ctx, id, in, notFound)
 	}
-	c, err := s.deps.Docs.GetChunk(ctx, id)
+	c, err := d.store.GetChunk(ctx, id)
 	if errors.Is(err, docs.ErrNotFound) {
 		return nil, GetChunkOutput{}, notFound
 	}
@@ -260,8 +341,8 @@ func (s *Server) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolR
 }
 
 // getPassage answers get_chunk with neighbours: one merged text.
-func (s *Server) getPassage(ctx context.Context, id string, in GetChunkInput, notFound error) (*mcp.CallToolResult, GetChunkOutput, error) {
-	p, err := s.deps.Docs.Passage(ctx, id, in.Before, in.After)
+func (d docsTools) getPassage(ctx context.Context, id string, in GetChunkInput, notFound error) (*mcp.CallToolResult, GetChunkOutput, error) {
+	p, err := d.store.Passage(ctx, id, in.Before, in.After)
 	if errors.Is(err, docs.ErrNotFound) {
 		return nil, GetChunkOutput{}, notFound
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -21,7 +22,9 @@ import (
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/pg"
+	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
 // setDocs gives d a document store and an ingester on the database at url,
@@ -299,15 +302,151 @@ func TestDocsToolsArguments(t *testing.T) {
 	}
 }
 
-func TestDocsDatabaseDown(t *testing.T) {
-	h := newFullHarness(t)
-	te := toolErr(t, h.call(t, "search_docs", map[string]any{"query": "x", "conversation_id": "c"}))
-	if te.Code != CodeToolError || !te.Retryable || !strings.Contains(te.Message, "unavailable") {
-		t.Errorf("database down: %+v, want retryable TOOL_ERROR saying unavailable", te)
+// TestDatabaseDownIsOneSentence stops nothing but points the documents
+// store at a closed port: every documents tool over MCP, the REST facade,
+// the upload API and the file resources must answer the same clean,
+// retryable sentence, without the database user, name or address the
+// driver's error holds or the words of its wrappers; each failure's cause
+// goes to the log once. web_search does not depend on the database.
+func TestDatabaseDownIsOneSentence(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// web_search does not depend on the database.
-	if res := h.call(t, "web_search", map[string]any{"query": "still works"}); res.IsError {
-		t.Errorf("web_search failed while the database is down: %s", textOf(res))
+	addr := l.Addr().String()
+	l.Close()
+	leaks := []string{"leakuser", "leakpass", "leakdb", addr, "127.0.0.1", "dial", "connect", "docs:", "list files"}
+	const sentence = "the document store is unavailable right now; try again shortly"
+
+	fake := searxngtest.New(t)
+	cfg := config.Default()
+	cfg.SearXNGURL = fake.URL
+	cfg.Transports = []string{"http"}
+	cfg.RateLimit = config.RateLimit{PerMinute: 6000, Burst: 1000}
+	client, err := searxng.New(fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Deps{Search: client}
+	setDocs(t, &d, "postgres://leakuser:leakpass@"+addr+"/leakdb?connect_timeout=2")
+	logs := &logBuffer{}
+	srv := New(cfg, d, slog.New(slog.NewJSONHandler(logs, nil)), "test")
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	session := connect(t, srv.MCP("stdio"))
+
+	clean := func(where, msg string, retryable bool) {
+		t.Helper()
+		if msg != sentence || !retryable {
+			t.Errorf("%s: %q retryable %v, want %q retryable", where, msg, retryable, sentence)
+		}
+		for _, leak := range leaks {
+			if strings.Contains(msg, leak) {
+				t.Errorf("%s: the answer shows %q: %s", where, leak, msg)
+			}
+		}
+	}
+	chunk := "00000000-0000-4000-8000-000000000000"
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"search_docs", map[string]any{"query": "x", "conversation_id": "c"}},
+		{"list_files", map[string]any{"conversation_id": "c"}},
+		{"list_conversations", map[string]any{}},
+		{"get_chunk", map[string]any{"chunk_id": chunk}},
+		{"get_chunk", map[string]any{"chunk_id": chunk, "after": 1}},
+	}
+	for _, c := range calls {
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		te := toolErr(t, res)
+		clean("MCP "+c.tool, te.Message, te.Retryable)
+	}
+	_, err = session.ListResources(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), sentence) {
+		t.Errorf("resources/list: %v, want %q", err, sentence)
+	}
+	for _, leak := range leaks {
+		if err != nil && strings.Contains(err.Error(), leak) {
+			t.Errorf("resources/list shows %q: %v", leak, err)
+		}
+	}
+
+	restCalls := map[string]string{
+		"/mcp/invoke":            `{"tool_name":"list_files","params":{"conversation_id":"c"}}`,
+		"/mcp/tools/search_docs": `{"query":"x","conversation_id":"c"}`,
+	}
+	for path, body := range restCalls {
+		resp, err := http.Post(hs.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out restResult
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || out.Retryable == nil || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("REST %s: %s %+v (%v), want 503 with Retry-After", path, resp.Status, out, err)
+			continue
+		}
+		clean("REST "+path, out.Error, *out.Retryable)
+	}
+
+	api := []struct{ method, path string }{
+		{http.MethodGet, "/v1/conversations/c/files"},
+		{http.MethodGet, "/v1/files/" + chunk},
+		{http.MethodDelete, "/v1/files/" + chunk},
+		{http.MethodDelete, "/v1/conversations/c"},
+	}
+	for _, a := range api {
+		req, _ := http.NewRequest(a.method, hs.URL+a.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out envelope
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || out.Error == nil {
+			t.Errorf("%s %s: %s (%v), want 503 and the contract's error", a.method, a.path, resp.Status, err)
+			continue
+		}
+		clean(a.method+" "+a.path, out.Error.Message, out.Error.Retryable)
+	}
+	resp := upload(t, hs.URL, "c", map[string][]byte{"notes.txt": []byte("a note that cannot be stored\n")}, nil)
+	var up uploadResponse
+	if err := json.NewDecoder(resp.Body).Decode(&up); err != nil || resp.StatusCode != http.StatusServiceUnavailable || up.Error == nil || len(up.Files) != 1 || up.Files[0].Refusal == nil {
+		t.Errorf("upload: %s %+v (%v), want 503 with the file refused", resp.Status, up, err)
+	} else {
+		clean("upload", up.Error.Message, up.Error.Retryable)
+		clean("upload's file", up.Files[0].Refusal.Message, up.Files[0].Refusal.Retryable)
+	}
+
+	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "still works"}})
+	if err != nil || res.IsError {
+		t.Errorf("web_search failed while the database is down: %v %v", err, res)
+	}
+
+	// The operator learns why, once per failure: in the tool call's log
+	// line, or in the request's where no tool was called.
+	caused := func(recs []map[string]any) (n int) {
+		for _, r := range recs {
+			if c, _ := r["cause"].(string); strings.Contains(c, "leakdb") {
+				n++
+			}
+		}
+		return n
+	}
+	if n, want := caused(logs.records(t, "tool call")), len(calls)+len(restCalls); n != want {
+		t.Errorf("%d tool call log lines give the cause, want %d", n, want)
+	}
+	if n, want := caused(logs.records(t, "http request")), len(api)+1; n != want {
+		t.Errorf("%d request log lines give the cause, want %d (the upload API's; the facade's calls have theirs)", n, want)
+	}
+	if n := caused(logs.records(t, "resource request failed")); n != 1 {
+		t.Errorf("%d resource log lines give the cause, want 1", n)
 	}
 }
 

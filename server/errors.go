@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,11 +11,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/embed"
-	"github.com/mcpsearch/mcpsearch/fetch"
-	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
 // Error codes of the contract. A tool failure is a tool result with isError
@@ -35,6 +31,10 @@ type ToolError struct {
 	Retryable    bool   `json:"retryable"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
 	Status       int    `json:"-"`
+	// cause is the error a clean Message stands for, whose text names what
+	// only the operator should see (database users, names, addresses): it
+	// goes to the log once, never to the caller.
+	cause error
 }
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
@@ -72,7 +72,8 @@ func (e *rateLimited) Error() string {
 // classify maps any error of a tool call or HTTP route to the contract's
 // error: code, HTTP status, whether calling again may succeed, and the
 // message for the caller. It is the one table of the server; MCP results,
-// the upload API, auth failures and every other route use it.
+// the upload API, auth failures and every other route use it. The failures
+// of the tools' backends are declared with the tools (tool.failures).
 func classify(ctx context.Context, err error) *ToolError {
 	var (
 		te  *ToolError
@@ -101,70 +102,67 @@ func classify(ctx context.Context, err error) *ToolError {
 		return e(CodeAuthError, http.StatusForbidden, false, errForbiddenConversation.Error())
 	case errors.As(err, &ia):
 		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+ia.msg)
-	case errors.As(err, &mbe), errors.Is(err, docs.ErrTooLarge):
+	case errors.As(err, &mbe):
 		return e(CodeToolError, http.StatusRequestEntityTooLarge, false, err.Error())
-	case errors.Is(err, docs.ErrUnsupportedType):
-		return e(CodeToolError, http.StatusUnsupportedMediaType, false, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, searxng.ErrTimeout), errors.Is(err, fetch.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded):
 		return e(CodeTimeout, http.StatusGatewayTimeout, true, err.Error())
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return e(CodeToolError, 499, true, "the call was cancelled")
-	case isSearchError(err):
-		status := http.StatusBadGateway
-		if searxng.Retryable(err) {
-			status = http.StatusServiceUnavailable
+	}
+	for _, d := range catalogue() {
+		for _, f := range d.errorCases() {
+			if f.matches(err) {
+				return f.toolError(err)
+			}
 		}
-		return e(CodeToolError, status, searxng.Retryable(err), err.Error())
-	case errors.Is(err, fetch.ErrInvalidURL):
-		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error())
-	case errors.Is(err, fetch.ErrBlocked):
-		// Not AUTH_ERROR: no key would allow it; the operator's allow-list
-		// would.
-		return e(CodeToolError, http.StatusForbidden, false, err.Error())
-	case errors.Is(err, fetch.ErrUnsupportedType):
-		return e(CodeToolError, http.StatusUnsupportedMediaType, false, err.Error())
-	case errors.Is(err, fetch.ErrTooLarge):
-		return e(CodeToolError, http.StatusRequestEntityTooLarge, false, err.Error())
-	case isFetchError(err):
-		return e(CodeToolError, http.StatusBadGateway, fetch.Retryable(err), err.Error())
-	case errors.Is(err, docs.ErrInvalidID):
-		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error()+" (send an id exactly as search_docs or list_files returned it)")
-	case errors.Is(err, docs.ErrEmptyQuery), errors.Is(err, docs.ErrInvalidArgument):
-		return e(CodeToolError, http.StatusBadRequest, false, "invalid arguments: "+err.Error())
-	case errors.Is(err, docs.ErrNotFound):
-		return e(CodeToolError, http.StatusNotFound, false, err.Error()+" (it may have been deleted; search again)")
-	case errors.Is(err, docs.ErrBusy):
-		return e(CodeToolError, http.StatusServiceUnavailable, true, err.Error())
-	case errors.Is(err, docs.ErrMisconfigured):
-		// Waiting will not help: the operator must fix DATABASE_URL.
-		return e(CodeToolError, http.StatusServiceUnavailable, false, "the document store cannot log in to its database: "+err.Error())
-	case errors.Is(err, docs.ErrUnavailable):
-		return e(CodeToolError, http.StatusServiceUnavailable, true, "the document store is unavailable right now: "+err.Error())
-	case errors.Is(err, docs.ErrClosed):
-		// Another replica, or this one after a restart, can answer.
-		return e(CodeToolError, http.StatusServiceUnavailable, true, "the server is shutting down; call again")
-	case errors.Is(err, embed.ErrUnavailable):
-		return e(CodeToolError, http.StatusServiceUnavailable, true, "the embedding service is unavailable right now: "+err.Error())
-	case errors.Is(err, docs.ErrSchemaOutdated):
-		return e(CodeToolError, http.StatusServiceUnavailable, false, err.Error())
 	}
 	return e(CodeToolError, http.StatusInternalServerError, false, err.Error())
 }
 
-func isSearchError(err error) bool {
-	for _, e := range []error{searxng.ErrUnreachable, searxng.ErrFormatDisabled, searxng.ErrRateLimited,
-		searxng.ErrBadRequest, searxng.ErrStatus, searxng.ErrBadResponse} {
-		if errors.Is(err, e) {
+// failure maps one kind of a backend's errors to the contract: the errors
+// it matches, the HTTP status, whether calling again may help, and what the
+// caller reads.
+type failure struct {
+	// is lists the errors matched (errors.Is); as matches others, such as
+	// typed errors.
+	is []error
+	as func(err error) bool
+	// code is the contract's code; "" means TOOL_ERROR.
+	code   string
+	status int
+	// retryable says whether the same call may succeed later (nil: never);
+	// retryStatus, when set, is the status of a retryable one.
+	retryable   func(err error) bool
+	retryStatus int
+	// prefix and suffix frame the error's text in the message.
+	prefix, suffix string
+	// clean, when set, is the whole message: the error's text names what
+	// only the operator should see, and goes to the log instead.
+	clean string
+}
+
+// always is the retryable of failures that may pass.
+func always(error) bool { return true }
+
+func (f failure) matches(err error) bool {
+	for _, target := range f.is {
+		if errors.Is(err, target) {
 			return true
 		}
 	}
-	return false
+	return f.as != nil && f.as(err)
 }
 
-func isFetchError(err error) bool {
-	var se *fetch.HTTPStatusError
-	return errors.As(err, &se) || errors.Is(err, fetch.ErrUnreachable) || errors.Is(err, fetch.ErrTooManyRedirects) ||
-		errors.Is(err, fetch.ErrUnreadable)
+func (f failure) toolError(err error) *ToolError {
+	te := &ToolError{Code: cmp.Or(f.code, CodeToolError), Status: f.status, Message: f.prefix + err.Error() + f.suffix}
+	if f.retryable != nil && f.retryable(err) {
+		te.Retryable = true
+		te.Status = cmp.Or(f.retryStatus, f.status)
+	}
+	if f.clean != "" {
+		te.Message, te.cause = f.clean, err
+	}
+	return te
 }
 
 // envelope is the contract's error body.
@@ -211,9 +209,17 @@ func newErrorResult(req *mcp.CallToolRequest, te *ToolError) *mcp.CallToolResult
 // writeError answers an HTTP request with the contract's error body and
 // the status of the error's class.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	te := classify(r.Context(), err)
+	te := classifyRequest(r, err)
 	errorHeaders(w, te)
 	writeJSON(w, te.Status, envelope{te})
+}
+
+// classifyRequest is classify for an HTTP route: the cause a clean message
+// leaves out goes to the request's log line.
+func classifyRequest(r *http.Request, err error) *ToolError {
+	te := classify(r.Context(), err)
+	noteCause(r.Context(), te.cause)
+	return te
 }
 
 // errorHeaders sets the headers an error's class calls for: the key to

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,19 +41,63 @@ type FetchURLOutput struct {
 	Truncated      bool `json:"truncated"`
 }
 
-func fetchURLTool() *mcp.Tool {
-	return &mcp.Tool{
-		Name:  "fetch_url",
-		Title: "Read a web page",
-		Description: "Fetch a web page (or a PDF, plain text or Markdown file) and return its main content as Markdown: headings, lists, links, tables and code kept; " +
-			"navigation, ads and footers dropped. Use it to read a result of web_search in full, or a URL the user gives. " +
-			"Long pages come in parts: when the result says there is more, call again with start_index set to next_start_index, " +
-			"or ask for one section by its heading. Only public http and https addresses are read.",
-		Annotations: &mcp.ToolAnnotations{Title: "Read a web page", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+// PageFetcher reads web pages (fetch.Client).
+type PageFetcher interface {
+	// Get fetches and converts a page to text, through a short cache.
+	Get(ctx context.Context, rawURL string) (*fetch.Document, error)
+	// Download fetches a page's bytes as they are, for ingestion.
+	Download(ctx context.Context, rawURL string) (*fetch.Resource, error)
+}
+
+func fetchURLTool() declared {
+	return tool[fetchURL, FetchURLInput, FetchURLOutput]{
+		def: &mcp.Tool{
+			Name:  "fetch_url",
+			Title: "Read a web page",
+			Description: "Fetch a web page (or a PDF, plain text or Markdown file) and return its main content as Markdown: headings, lists, links, tables and code kept; " +
+				"navigation, ads and footers dropped. Use it to read a result of web_search in full, or a URL the user gives. " +
+				"Long pages come in parts: when the result says there is more, call again with start_index set to next_start_index, " +
+				"or ask for one section by its heading. Only public http and https addresses are read.",
+			Annotations: &mcp.ToolAnnotations{Title: "Read a web page", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+		},
+		handler:   newFetchURL,
+		constrain: fetchURL.constrain,
+		run:       fetchURL.fetch,
+		timeout:   func(c config.Config) time.Duration { return c.FetchURLTimeout },
+		failures:  fetchFailures(),
 	}
 }
 
-func (s *Server) fetchURLSchema(sc *jsonschema.Schema) {
+// fetchURL answers fetch_url.
+type fetchURL struct {
+	pages PageFetcher
+	// maxLength is the characters a call returns without max_length.
+	maxLength int
+}
+
+func newFetchURL(e toolEnv) (fetchURL, bool) {
+	return fetchURL{pages: e.deps.Fetch, maxLength: e.cfg.FetchURLMaxLength}, e.deps.Fetch != nil && e.cfg.FetchURLEnabled
+}
+
+// fetchFailures are the failures of reading a page, for fetch_url and
+// ingestion by URL.
+func fetchFailures() []failure {
+	return []failure{
+		{is: []error{fetch.ErrTimeout}, code: CodeTimeout, status: http.StatusGatewayTimeout, retryable: always},
+		{is: []error{fetch.ErrInvalidURL}, status: http.StatusBadRequest, prefix: "invalid arguments: "},
+		// Not AUTH_ERROR: no key would allow it; the operator's allow-list
+		// would.
+		{is: []error{fetch.ErrBlocked}, status: http.StatusForbidden},
+		{is: []error{fetch.ErrUnsupportedType}, status: http.StatusUnsupportedMediaType},
+		{is: []error{fetch.ErrTooLarge}, status: http.StatusRequestEntityTooLarge},
+		{is: []error{fetch.ErrUnreachable, fetch.ErrTooManyRedirects, fetch.ErrUnreadable}, as: func(err error) bool {
+			var se *fetch.HTTPStatusError
+			return errors.As(err, &se)
+		}, status: http.StatusBadGateway, retryable: fetch.Retryable},
+	}
+}
+
+func (fetchURL) constrain(sc *jsonschema.Schema) {
 	u := prop(sc, "url")
 	u.MinLength, u.MaxLength = ptr(1), ptr(4096)
 	m := prop(sc, "max_length")
@@ -59,8 +106,8 @@ func (s *Server) fetchURLSchema(sc *jsonschema.Schema) {
 	prop(sc, "section").MaxLength = ptr(200)
 }
 
-func (s *Server) fetchURL(ctx context.Context, in FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
-	doc, err := s.deps.Fetch.Get(ctx, strings.TrimSpace(in.URL))
+func (f fetchURL) fetch(ctx context.Context, in FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
+	doc, err := f.pages.Get(ctx, strings.TrimSpace(in.URL))
 	if err != nil {
 		// The fetch package names the URL in its errors.
 		return nil, FetchURLOutput{}, err
@@ -78,7 +125,7 @@ func (s *Server) fetchURL(ctx context.Context, in FetchURLInput) (*mcp.CallToolR
 	}
 	maxLen := in.MaxLength
 	if maxLen == 0 {
-		maxLen = s.cfg.FetchURLMaxLength
+		maxLen = f.maxLength
 	}
 	text, next, total, truncated := fetch.Window(content, in.StartIndex, maxLen)
 	out := FetchURLOutput{URL: doc.URL, FinalURL: doc.FinalURL, Title: doc.Title, ContentType: doc.ContentType,

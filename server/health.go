@@ -34,12 +34,26 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]check{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	probe := func(name string, enabled bool, ping func(context.Context) error) {
-		if !enabled {
+	// Each tool names the dependency it needs (tool.probe): checked once,
+	// however many tools share it, while any of them is offered.
+	pings := map[string]func(context.Context) error{}
+	for _, d := range s.tools.all {
+		if d.probe == "" {
+			continue
+		}
+		if _, seen := pings[d.probe]; !seen {
+			pings[d.probe] = nil
+		}
+		if d.offered {
+			pings[d.probe] = d.ping
+		}
+	}
+	for name, ping := range pings {
+		if ping == nil {
 			mu.Lock()
 			checks[name] = check{Status: "disabled"}
 			mu.Unlock()
-			return
+			continue
 		}
 		wg.Add(1)
 		go func() {
@@ -55,8 +69,6 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 			mu.Unlock()
 		}()
 	}
-	probe("searxng", s.deps.Search != nil && s.cfg.WebSearchEnabled, func(ctx context.Context) error { return s.deps.Search.Ping(ctx) })
-	probe("database", s.deps.Docs != nil, func(ctx context.Context) error { return s.deps.Docs.Ping(ctx) })
 	wg.Wait()
 	if il, ok := s.deps.Search.(instanceLister); ok && s.authenticated(r) {
 		if c, ok := checks["searxng"]; ok {

@@ -45,6 +45,9 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 				s.finish(ctx, c, err)
 				return res, err
 			}
+			// The audit names the conversation a call targets even when
+			// it is refused before its handler runs (rate limit, schema).
+			c.setConversation(def.conversationOf(ctr.Params.Arguments))
 			if h := s.pendingHeaders(transport, ctr); h != nil {
 				h.set(c)
 			}
@@ -83,7 +86,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 		c.fail(te)
 		return newErrorResult(req, te), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeoutFor(def))
+	ctx, cancel := context.WithTimeout(ctx, def.timeout)
 	defer cancel()
 	res, err := s.recovered(ctx, c, req, next)
 	if err != nil {
@@ -100,9 +103,6 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 		// handler ran.
 		te := classify(ctx, badArg("%s", s.refusedArgs(def, c.Args, ctr)))
 		c.fail(te)
-		if sc, ok := def.scopeOf(c.Args); ok && !sc.perResult {
-			c.setConversation(sc.conversation)
-		}
 		o.failure = te
 	}
 	// The SDK's result is kept, with what it set for the request's protocol
@@ -208,6 +208,9 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 	case o.failure != nil:
 		level, code = slog.LevelWarn, o.failure.Code
 		attrs = append(attrs, "error", o.failure.Message)
+		if o.failure.cause != nil {
+			attrs = append(attrs, "cause", o.failure.cause.Error())
+		}
 	}
 	attrs = append(attrs, "outcome", code)
 	s.metrics.observe(c.Tool, c.Transport, code, took)

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -343,6 +345,77 @@ func TestAuditRows(t *testing.T) {
 	// The bucket is shared: after two calls it is empty for everyone.
 	if got["stdio ok"] != 1 || got["stdio TOOL_ERROR"] != 1 || got["http RATE_LIMITED"] != 3 || got["sse RATE_LIMITED"] != 3 {
 		t.Errorf("rows by transport and outcome: %v", got)
+	}
+}
+
+// TestAuditRefusedCallsNameTheirConversation checks that calls refused
+// before their handler runs, by the rate limit or by the input schema, are
+// audited with the conversation their arguments name, or the default one
+// for tools that take it, as the calls that ran are.
+func TestAuditRefusedCallsNameTheirConversation(t *testing.T) {
+	const conv, def = "audit-conv", "audit-default"
+	var w *audit.Writer
+	var pool *pgxpool.Pool
+	h := newDocsHarness(t, func(c *config.Config) {
+		c.RateLimits["list_files"] = config.RateLimit{PerMinute: 1, Burst: 5}
+		c.DefaultConversation = def
+	}, func(d *Deps) {
+		pool = d.Docs.(*docs.Store).Pool()
+		w = audit.NewWriter(pool, audit.Options{FlushInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		d.Audit = w
+	})
+	type row struct{ tool, code, conv string }
+	var want []row
+	call := func(tool string, args map[string]any, code, conv string) {
+		t.Helper()
+		res := h.call(t, tool, args)
+		got := "ok"
+		if res.IsError {
+			got = toolErr(t, res).Code
+		}
+		if got != code {
+			t.Fatalf("%s %v: %s, want %s", tool, args, got, code)
+		}
+		want = append(want, row{tool, code, conv})
+	}
+	// A burst of 5 that does not refill during the test: 5 calls run, 3
+	// are refused by the rate limit.
+	for i := range 8 {
+		code := "ok"
+		if i >= 5 {
+			code = CodeRateLimited
+		}
+		call("list_files", map[string]any{"conversation_id": conv}, code, conv)
+	}
+	call("list_files", map[string]any{}, CodeRateLimited, def)
+	// Refused by the schema: out of range, of the wrong type, and with the
+	// conversation left to the default.
+	call("search_docs", map[string]any{"query": "x", "conversation_id": conv, "top_k": 99}, CodeToolError, conv)
+	call("search_docs", map[string]any{"query": "x", "conversation_id": " " + conv + " ", "top_k": "many"}, CodeToolError, conv)
+	call("search_docs", map[string]any{"query": "x", "mode": "psychic"}, CodeToolError, def)
+	// get_chunk learns its conversation from the chunk it reads: refused,
+	// it names none.
+	call("get_chunk", map[string]any{"chunk_id": ""}, CodeToolError, "")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT tool_name, coalesce(error_code, 'ok'), coalesce(conversation_id, '') FROM chat_mcp_tool_calls ORDER BY created_at, id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.tool, &x.code, &x.conv)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit rows (tool, outcome, conversation):\n got %v\nwant %v", got, want)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,16 +63,18 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 		r.Header.Set(requestIDHeader, id)
 		w.Header().Set(requestIDHeader, id)
 		sw := &statusWriter{ResponseWriter: w}
+		note := &causes{}
 		start := time.Now()
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), causesKey{}, note)))
 
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
 		level := slog.LevelDebug
+		cause := note.String()
 		switch {
-		case status >= 500:
+		case status >= 500, cause != "":
 			level = slog.LevelWarn
 		case status >= 400:
 			level = slog.LevelInfo
@@ -83,8 +87,36 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 		if sid := sessionOf(r, sw.Header()); sid != "" {
 			attrs = append(attrs, "session", sid)
 		}
+		if cause != "" {
+			attrs = append(attrs, "cause", cause)
+		}
 		s.log.Log(context.WithoutCancel(r.Context()), level, "http request", attrs...)
 	})
+}
+
+// causes are what a request's answers left out of their errors (see
+// ToolError.cause), for its log line.
+type causes struct {
+	mu   sync.Mutex
+	list []string
+}
+
+type causesKey struct{}
+
+// noteCause adds cause, if any, to the log line of the request ctx belongs
+// to.
+func noteCause(ctx context.Context, cause error) {
+	if n, ok := ctx.Value(causesKey{}).(*causes); ok && cause != nil {
+		n.mu.Lock()
+		n.list = append(n.list, cause.Error())
+		n.mu.Unlock()
+	}
+}
+
+func (n *causes) String() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.list, "; ")
 }
 
 // sessionOf is the MCP session of an HTTP request: the streamable HTTP

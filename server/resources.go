@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
@@ -63,7 +65,7 @@ func (s *Server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 	case errors.Is(err, docs.ErrNotFound), errors.Is(err, docs.ErrInvalidID):
 		return nil, mcp.ResourceNotFoundError(uri)
 	case err != nil:
-		return nil, fmt.Errorf("read %s: %w", uri, err)
+		return nil, s.resourceError(ctx, "read "+uri, err)
 	}
 	// A file is found only under its own conversation, and only by a
 	// caller whose key may see that conversation.
@@ -98,7 +100,7 @@ func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListR
 	}
 	files, err := s.deps.Docs.RecentFiles(ctx, convs, maxListedResources)
 	if err != nil {
-		return nil, fmt.Errorf("list files: %w", err)
+		return nil, s.resourceError(ctx, "list files", err)
 	}
 	// Files come and go with uploads: the list is not cached.
 	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(files)), Cacheable: mcp.Cacheable{CacheScope: "private"}}
@@ -112,4 +114,18 @@ func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListR
 		})
 	}
 	return out, nil
+}
+
+// resourceError answers a failed resource request with the contract's
+// message and whether to retry, as a tool call would; the cause a clean
+// message leaves out goes to the log.
+func (s *Server) resourceError(ctx context.Context, op string, err error) error {
+	te := classify(ctx, err)
+	attrs := []any{"op", op, "error", te.Message}
+	if te.cause != nil {
+		attrs = append(attrs, "cause", te.cause.Error())
+	}
+	s.log.Warn("resource request failed", attrs...)
+	data, _ := json.Marshal(map[string]any{"code": te.Code, "retryable": te.Retryable})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: te.Message, Data: data}
 }

@@ -145,7 +145,10 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if c != nil {
 		if o := c.outcome(); o.failure != nil {
-			writeRESTError(w, r, o.failure)
+			// The call's own log line has the cause.
+			te := *o.failure
+			te.cause = nil
+			writeRESTError(w, r, &te)
 			return
 		}
 	}
@@ -202,7 +205,7 @@ func (s *Server) restRateHeaders(w http.ResponseWriter, id identity, tool string
 // writeRESTError answers an invocation that failed, with the status of the
 // error's class (the same table as every other route).
 func writeRESTError(w http.ResponseWriter, r *http.Request, err error) {
-	te := classify(r.Context(), err)
+	te := classifyRequest(r, err)
 	errorHeaders(w, te)
 	retryable := te.Retryable
 	writeJSON(w, te.Status, restResult{Error: te.Message, ErrorType: te.Code, Retryable: &retryable, RetryAfterMS: te.RetryAfterMS})

@@ -13,72 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
-	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/fetch"
-	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
-	"github.com/mcpsearch/mcpsearch/searxng"
 )
-
-// Deps are the domain services the tools call, as the small interfaces the
-// server needs of them, so a tool test can use a fake where a database or a
-// SearXNG adds nothing. A nil service means its tools are not offered.
-type Deps struct {
-	Search WebSearcher
-	Docs   Documents
-	// Ingest processes uploads into Docs; it is needed when Docs is set.
-	Ingest Uploads
-	// Fetch reads web pages for fetch_url and ingestion by URL.
-	Fetch PageFetcher
-	// APIKeys are the keys accepted on the HTTP surfaces; none means no
-	// key is asked for.
-	APIKeys []APIKey
-	// Audit receives a record of every tool call; nil records nothing.
-	Audit *audit.Writer
-}
-
-// WebSearcher runs web searches (searxng.Client).
-type WebSearcher interface {
-	Search(ctx context.Context, r searxng.Request) (*searxng.Response, error)
-	Ping(ctx context.Context) error
-}
-
-// PageFetcher reads web pages (fetch.Client).
-type PageFetcher interface {
-	// Get fetches and converts a page to text, through a short cache.
-	Get(ctx context.Context, rawURL string) (*fetch.Document, error)
-	// Download fetches a page's bytes as they are, for ingestion.
-	Download(ctx context.Context, rawURL string) (*fetch.Resource, error)
-}
-
-// Documents reads and deletes uploaded documents (docs.Store).
-type Documents interface {
-	Search(ctx context.Context, q docs.Query) ([]docs.Hit, error)
-	// DefaultThreshold is the similarity a query without a threshold
-	// needs, calibrated for the embedder in use.
-	DefaultThreshold() float64
-	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
-	GetFile(ctx context.Context, id string) (docs.File, error)
-	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
-	Passage(ctx context.Context, chunkID string, before, after int) (docs.Passage, error)
-	FileText(ctx context.Context, id string) (docs.File, string, error)
-	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
-	DeleteFile(ctx context.Context, id string) error
-	ListConversations(ctx context.Context, only []string, limit int) ([]docs.Conversation, error)
-	DeleteConversation(ctx context.Context, conversationID string) (int, error)
-	Ping(ctx context.Context) error
-}
-
-// Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
-type Uploads interface {
-	SubmitUpload(ctx context.Context, u docs.Upload) (docs.File, error)
-	// Reserve takes a queue slot before a body is read (ErrBusy when none
-	// is free); SubmitFile then stores an upload spooled to a file.
-	Reserve() (*docs.Ticket, error)
-	SubmitFile(ctx context.Context, t *docs.Ticket, u docs.Upload) (docs.File, error)
-	IngestStats() docs.IngestStats
-}
 
 // Server builds MCP servers over one set of tools, limits and caches, and
 // serves them over stdio or HTTP.
@@ -102,7 +38,6 @@ type Server struct {
 
 	mu      sync.Mutex
 	servers map[serverKey]*mcp.Server
-	cache   *ttlcache.Cache[string, *searxng.Response]
 	now     func() time.Time
 
 	// active counts MCP requests being handled, so that a shutdown can
@@ -121,6 +56,12 @@ type serverKey struct {
 // New returns a Server for cfg. Logs go to log, which must not write to
 // stdout when stdio is served.
 func New(cfg config.Config, deps Deps, log *slog.Logger, version string) *Server {
+	return newServer(cfg, deps, log, version, false)
+}
+
+// newServer is New; describeAll offers every tool mcpsearch has, whether
+// its backend is there or not, for tests that describe them all.
+func newServer(cfg config.Config, deps Deps, log *slog.Logger, version string, describeAll bool) *Server {
 	s := &Server{
 		cfg:     cfg,
 		deps:    deps,
@@ -128,11 +69,10 @@ func New(cfg config.Config, deps Deps, log *slog.Logger, version string) *Server
 		version: version,
 		limits:  newLimiters(cfg.RateLimitFor),
 		metrics: newMetrics(),
-		cache:   ttlcache.New[string, *searxng.Response](cfg.WebSearchCacheSize, cfg.WebSearchCacheTTL),
 		now:     time.Now,
 	}
 	s.servers = map[serverKey]*mcp.Server{}
-	s.tools = s.enabledTools()
+	s.tools = buildTools(toolEnv{deps: deps, cfg: cfg, metrics: s.metrics, log: log}, describeAll)
 	s.MCP("stdio")
 	s.registerDeps()
 	return s
@@ -171,7 +111,7 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 	})
 	m.AddReceivingMiddleware(s.toolMiddleware(transport, id))
 	for _, d := range s.tools.defs {
-		d.add(s, m, d.tool)
+		d.add(m)
 	}
 	if s.docsOn() {
 		m.AddReceivingMiddleware(s.resourceListMiddleware(id))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
-	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -42,6 +42,13 @@ func newHarnessTB(t testing.TB, tweak func(*config.Config)) *harness {
 // newHarnessDeps builds a harness whose dependencies deps may add to.
 func newHarnessDeps(t testing.TB, tweak func(*config.Config), deps func(*Deps)) *harness {
 	t.Helper()
+	return buildHarness(t, tweak, deps, false)
+}
+
+// buildHarness builds a harness; describeAll offers every tool mcpsearch
+// has, whatever dependencies deps gives.
+func buildHarness(t testing.TB, tweak func(*config.Config), deps func(*Deps), describeAll bool) *harness {
+	t.Helper()
 	fake := searxngtest.New(t)
 	cfg := config.Default()
 	cfg.SearXNGURL = fake.URL
@@ -62,7 +69,7 @@ func newHarnessDeps(t testing.TB, tweak func(*config.Config), deps func(*Deps)) 
 	if deps != nil {
 		deps(&d)
 	}
-	srv := New(cfg, d, log, "test")
+	srv := newServer(cfg, d, log, "test", describeAll)
 	return &harness{srv: srv, fake: fake, session: connect(t, srv.MCP("stdio"))}
 }
 
@@ -242,8 +249,8 @@ func TestWebSearchUpstreamFailures(t *testing.T) {
 		})
 	}
 	t.Run("down", func(t *testing.T) {
-		h := newHarness(t, nil)
-		h.srv.deps.Search, _ = searxng.New(h.fake.URLDown())
+		down := searxngtest.New(t).URLDown()
+		h := newHarness(t, func(c *config.Config) { c.SearXNGURL = down })
 		te := toolErr(t, h.call(t, "web_search", map[string]any{"query": "x"}))
 		if te.Code != CodeToolError || !te.Retryable {
 			t.Errorf("got %+v, want retryable TOOL_ERROR", te)
@@ -374,16 +381,45 @@ func TestToolErrorMapping(t *testing.T) {
 	}
 }
 
-// newFullHarness returns a harness offering every tool. Its document store
-// points at a port where nothing listens: listing tools needs no database.
+// TestCleanMessages checks that failures whose text names what only the
+// operator should see answer a sentence of their own, keeping the error
+// for the log.
+func TestCleanMessages(t *testing.T) {
+	detail := errors.New("failed to connect to `user=leakuser database=leakdb`: 10.0.0.7:5432 (10.0.0.7): dial error")
+	tests := []struct {
+		err       error
+		retryable bool
+		want      string
+	}{
+		{fmt.Errorf("list files: docs: list files: %w: %w", docs.ErrUnavailable, detail), true, "document store is unavailable"},
+		{fmt.Errorf("docs: search: %w: check the user and password in DATABASE_URL: %w", docs.ErrMisconfigured, detail), false, "fix DATABASE_URL"},
+		{fmt.Errorf("docs: search: embed query: %w: %w", embed.ErrUnavailable, detail), true, "embedding service is unavailable"},
+		{fmt.Errorf("docs: list files: %w: %w", docs.ErrSchemaOutdated, detail), false, "mcpsearch migrate"},
+	}
+	for _, tt := range tests {
+		te := classify(context.Background(), tt.err)
+		if te.Status != http.StatusServiceUnavailable || te.Retryable != tt.retryable || !strings.Contains(te.Message, tt.want) ||
+			strings.Contains(te.Message, "leak") || strings.Contains(te.Message, "10.0.0.7") || strings.Contains(te.Message, "docs:") {
+			t.Errorf("classify(%v) = %+v, want 503 retryable=%v saying %q and nothing of the error's text", tt.err, te, tt.retryable, tt.want)
+		}
+		if !errors.Is(te.cause, tt.err) {
+			t.Errorf("classify(%v) keeps cause %v, want the error for the log", tt.err, te.cause)
+		}
+	}
+}
+
+// newFullHarness returns a harness offering every tool of the catalogue,
+// so that the golden schemas and the README's reference list each one
+// without this harness knowing them. Its document store, whose embedder
+// the search_docs schema describes, points at a port where nothing
+// listens: listing tools needs no database.
 func newFullHarness(t *testing.T) *harness {
 	t.Helper()
-	f, err := fetch.New(fetch.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newHarnessDeps(t, nil, func(d *Deps) {
+	h := buildHarness(t, nil, func(d *Deps) {
 		setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
-		d.Fetch = f
-	})
+	}, true)
+	if got, want := len(h.srv.tools.defs), len(ToolNames()); got != want {
+		t.Fatalf("the full harness offers %d tools, mcpsearch has %d", got, want)
+	}
+	return h
 }

@@ -47,7 +47,7 @@ func (s *Server) ServeIO(ctx context.Context, r io.Reader, w io.Writer) error {
 func (s *Server) longestTimeout() time.Duration {
 	d := s.cfg.ToolTimeout
 	for _, def := range s.tools.defs {
-		d = max(d, s.timeoutFor(def))
+		d = max(d, def.timeout)
 	}
 	return d
 }

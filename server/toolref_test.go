@@ -7,10 +7,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsearch/mcpsearch/internal/readmetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden tool schemas and the README's tool reference")
@@ -50,30 +52,21 @@ func TestToolSchemasGolden(t *testing.T) {
 	}
 }
 
-const refBegin, refEnd = "<!-- tools:begin -->\n", "<!-- tools:end -->"
-
 // TestREADMEToolReference keeps the README's tool reference in step with
 // the tool definitions.
 func TestREADMEToolReference(t *testing.T) {
-	path := filepath.Join("..", "README.md")
-	readme, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(readme)
-	i, j := strings.Index(s, refBegin), strings.Index(s, refEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q ... %q markers", refBegin, refEnd)
-	}
-	want := ToolReference(listTools(t))
-	if got := s[i+len(refBegin) : j]; got != want {
-		if *update {
-			s = s[:i+len(refBegin)] + want + s[j:]
-			if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
+	readmetest.Check(t, filepath.Join("..", "README.md"), "tools", ToolReference(listTools(t)), *update, "go test ./server -run README -update")
+}
+
+// TestCatalogue checks the list every surface reads tools from: names are
+// unique and in the snake_case the per-tool settings (MCP_<tool>_...) and
+// the interop switches (MCP_<tool>_enabled) expect.
+func TestCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range ToolNames() {
+		if seen[name] || !regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`).MatchString(name) {
+			t.Errorf("tool name %q is repeated or not snake_case", name)
 		}
-		t.Errorf("README tool reference is stale; run go test ./server -run README -update\nwant:\n%s", want)
+		seen[name] = true
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -11,96 +12,159 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 )
 
-// toolDef is one tool mcpsearch has: its definition, whether a server
-// offers it, its timeout, its input schema and how it is added to an MCP
-// server. catalogue is the one list of them; per-tool settings, the
-// middleware and the README reference all read it.
-type toolDef struct {
-	tool    *mcp.Tool
-	on      func(s *Server) bool
+// Deps are the domain services the tools call, as the small interfaces the
+// server needs of them (declared with the tools that use them), so a tool
+// test can use a fake where a database or a SearXNG adds nothing. A nil
+// service means its tools are not offered.
+type Deps struct {
+	// Search runs web_search.
+	Search WebSearcher
+	// Fetch reads web pages for fetch_url and ingestion by URL.
+	Fetch PageFetcher
+	// Docs serves the documents tools, resources and upload API.
+	Docs Documents
+	// Ingest processes uploads into Docs; it is needed when Docs is set.
+	Ingest Uploads
+	// APIKeys are the keys accepted on the HTTP surfaces; none means no
+	// key is asked for.
+	APIKeys []APIKey
+	// Audit receives a record of every tool call; nil records nothing.
+	Audit *audit.Writer
+}
+
+// catalogue lists every tool mcpsearch has, in the order clients see them.
+// Each is declared whole in its own file (see tool); the middleware, the
+// per-tool settings, the error table, /readyz, the REST facade and OpenAPI
+// document, the golden schemas and the README's reference all read this
+// list. A new tool is one line here, and a new backend one field of Deps.
+func catalogue() []declared {
+	return []declared{
+		webSearchTool(),
+		fetchURLTool(),
+		searchDocsTool(),
+		listFilesTool(),
+		listConversationsTool(),
+		getChunkTool(),
+	}
+}
+
+// tool declares one tool in one place: its definition, the handler its
+// calls run on and what that is built from, the limits of its input, its
+// timeout setting, how its backend's failures map to the contract, and the
+// dependency /readyz checks for it. H is the handler: a small value holding
+// what the tool's calls need (a backend, a few settings), whose methods
+// answer the calls.
+type tool[H any, In scoped, Out any] struct {
+	def *mcp.Tool
+	// handler builds H from the server's dependencies and settings, and
+	// reports whether the server offers the tool (its backend is there and
+	// its setting on). H is built either way, so that a tool can be
+	// described where it is not offered.
+	handler func(e toolEnv) (H, bool)
+	// constrain publishes the input's limits (ranges, lengths, enums) in
+	// the schema inferred from In, so clients see them and the SDK enforces
+	// them before a handler runs. nil adds none.
+	constrain func(h H, sc *jsonschema.Schema)
+	// run answers one call: a method of H, as a method expression.
+	run func(h H, ctx context.Context, in In) (*mcp.CallToolResult, Out, error)
+	// timeout reads the tool's own timeout setting; nil, or a result of 0,
+	// means MCP_tool_timeout_ms.
 	timeout func(c config.Config) time.Duration
-	// input returns the input schema: inferred from the input type, then
-	// constrained (ranges, lengths, enums) so clients see the limits and
-	// the SDK enforces them before a handler runs.
-	input func(s *Server) *jsonschema.Schema
-	add   func(s *Server, m *mcp.Server, t *mcp.Tool)
-	// scopeOf reads the scope of arguments the schema refused, so that
-	// the audit still records the conversation such a call named.
-	scopeOf func(args json.RawMessage) (scope, bool)
+	// failures map the errors of the tool's backend to the contract's.
+	failures []failure
+	// probe names the dependency /readyz checks while the tool is offered,
+	// and ping checks it; "" for none.
+	probe string
+	ping  func(h H, ctx context.Context) error
 }
 
-// defineTool ties a tool's definition to its typed handler.
-func defineTool[In scoped, Out any](t *mcp.Tool, on func(*Server) bool, timeout func(config.Config) time.Duration,
-	constrain func(*Server, *jsonschema.Schema), handler func(*Server) func(context.Context, In) (*mcp.CallToolResult, Out, error)) toolDef {
-	return toolDef{
-		tool:    t,
-		on:      on,
-		timeout: timeout,
-		input: func(s *Server) *jsonschema.Schema {
-			sc, err := jsonschema.For[In](nil)
-			if err != nil {
-				// The input types are this package's own: a failure is a
-				// bug every test catches.
-				panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
-			}
-			constrain(s, sc)
-			return sc
-		},
-		add: func(s *Server, m *mcp.Server, t *mcp.Tool) {
-			mcp.AddTool(m, t, typed(s.log, s.cfg.DefaultConversation, handler(s)))
-		},
-		scopeOf: func(args json.RawMessage) (scope, bool) {
-			var in In
-			if json.Unmarshal(args, &in) != nil {
-				return scope{}, false
-			}
-			return in.scope(), true
-		},
-	}
+// declared is a tool declaration whatever its types.
+type declared interface {
+	name() string
+	errorCases() []failure
+	build(e toolEnv) toolDef
 }
 
-// catalogue lists every tool, in the order clients see them.
-func catalogue() []toolDef {
-	toolTimeout := func(c config.Config) time.Duration { return c.ToolTimeout }
-	docsOn := func(s *Server) bool { return s.docsOn() }
-	return []toolDef{
-		defineTool(webSearchTool(), func(s *Server) bool { return s.deps.Search != nil && s.cfg.WebSearchEnabled },
-			func(c config.Config) time.Duration { return c.WebSearchTimeout },
-			(*Server).webSearchSchema, func(s *Server) func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
-				return s.webSearch
-			}),
-		defineTool(fetchURLTool(), func(s *Server) bool { return s.deps.Fetch != nil && s.cfg.FetchURLEnabled },
-			func(c config.Config) time.Duration { return c.FetchURLTimeout },
-			(*Server).fetchURLSchema, func(s *Server) func(context.Context, FetchURLInput) (*mcp.CallToolResult, FetchURLOutput, error) {
-				return s.fetchURL
-			}),
-		defineTool(searchDocsTool(), docsOn, toolTimeout, searchDocsSchema,
-			func(s *Server) func(context.Context, SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
-				return s.searchDocs
-			}),
-		defineTool(listFilesTool(), docsOn, toolTimeout, conversationSchema,
-			func(s *Server) func(context.Context, ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
-				return s.listFiles
-			}),
-		defineTool(listConversationsTool(), docsOn, toolTimeout, listConversationsSchema,
-			func(s *Server) func(context.Context, ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {
-				return s.listConversations
-			}),
-		defineTool(getChunkTool(), docsOn, toolTimeout, getChunkSchema,
-			func(s *Server) func(context.Context, GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
-				return s.getChunk
-			}),
+// toolEnv is what a tool's handler is built from.
+type toolEnv struct {
+	deps    Deps
+	cfg     config.Config
+	metrics *metrics
+	log     *slog.Logger
+}
+
+// toolDef is a tool built for one Server.
+type toolDef struct {
+	// tool is the definition with its constrained input schema.
+	tool    *mcp.Tool
+	offered bool
+	timeout time.Duration
+	// add registers the tool on an MCP server.
+	add func(m *mcp.Server)
+	// conversationOf names the conversation a call's arguments target (the
+	// default one for tools that take it), "" when they name none.
+	conversationOf func(args json.RawMessage) string
+	probe          string
+	ping           func(ctx context.Context) error
+}
+
+func (t tool[H, In, Out]) name() string          { return t.def.Name }
+func (t tool[H, In, Out]) errorCases() []failure { return t.failures }
+
+func (t tool[H, In, Out]) build(e toolEnv) toolDef {
+	h, offered := t.handler(e)
+	sc, err := jsonschema.For[In](nil)
+	if err != nil {
+		// The input types are this package's own: a failure is a bug
+		// every test catches.
+		panic(fmt.Sprintf("input schema of %s: %v", t.def.Name, err))
 	}
+	if t.constrain != nil {
+		t.constrain(h, sc)
+	}
+	def := *t.def
+	def.InputSchema = sc
+	d := toolDef{tool: &def, offered: offered, timeout: e.cfg.ToolTimeout, probe: t.probe}
+	if t.timeout != nil {
+		if to := t.timeout(e.cfg); to > 0 {
+			d.timeout = to
+		}
+	}
+	handle := func(ctx context.Context, in In) (*mcp.CallToolResult, Out, error) { return t.run(h, ctx, in) }
+	d.add = func(m *mcp.Server) { mcp.AddTool(m, &def, typed(e.log, e.cfg.DefaultConversation, handle)) }
+	d.conversationOf = func(args json.RawMessage) string { return conversationOf[In](args, e.cfg.DefaultConversation) }
+	if t.ping != nil {
+		d.ping = func(ctx context.Context) error { return t.ping(h, ctx) }
+	}
+	return d
+}
+
+// conversationOf returns the conversation that args, the arguments of a
+// call with input In, name: the default one for inputs that take it when
+// they name none, "" for tools that name none or learn it from what they
+// read. An argument of the wrong type leaves the others readable, so a call
+// the schema refuses still names its conversation.
+func conversationOf[In scoped](args json.RawMessage, defaultConv string) string {
+	var in In
+	_ = json.Unmarshal(args, &in)
+	if d, ok := any(&in).(defaultable); ok && defaultConv != "" {
+		d.setDefaultConversation(defaultConv)
+	}
+	if sc := in.scope(); !sc.perResult {
+		return sc.conversation
+	}
+	return ""
 }
 
 // ToolNames returns the name of every tool mcpsearch has, offered or not.
 func ToolNames() []string {
 	var names []string
 	for _, d := range catalogue() {
-		names = append(names, d.tool.Name)
+		names = append(names, d.name())
 	}
 	return names
 }
@@ -117,21 +181,24 @@ func CheckToolSettings(cfg config.Config) error {
 	return nil
 }
 
-// toolSet is the tools one Server offers and their timeouts.
+// toolSet is the tools one Server has: defs are those it offers.
 type toolSet struct {
 	defs   []toolDef
 	byName map[string]toolDef
+	// all are every tool, offered or not, for /readyz.
+	all []toolDef
 }
 
-func (s *Server) enabledTools() toolSet {
+// buildTools builds every tool for e; describeAll offers them all, backend
+// or not, so that a test can describe every tool mcpsearch has.
+func buildTools(e toolEnv, describeAll bool) toolSet {
 	ts := toolSet{byName: map[string]toolDef{}}
-	for _, d := range catalogue() {
-		if !d.on(s) {
+	for _, decl := range catalogue() {
+		d := decl.build(e)
+		ts.all = append(ts.all, d)
+		if !d.offered && !describeAll {
 			continue
 		}
-		t := *d.tool
-		t.InputSchema = d.input(s)
-		d.tool = &t
 		ts.defs = append(ts.defs, d)
 		ts.byName[d.tool.Name] = d
 	}
@@ -141,14 +208,6 @@ func (s *Server) enabledTools() toolSet {
 func (ts toolSet) lookup(name string) (toolDef, bool) {
 	d, ok := ts.byName[name]
 	return d, ok
-}
-
-// timeoutFor returns the timeout of an offered tool.
-func (s *Server) timeoutFor(d toolDef) time.Duration {
-	if t := d.timeout(s.cfg); t > 0 {
-		return t
-	}
-	return s.cfg.ToolTimeout
 }
 
 // prop returns a property of an object schema, which must exist.

@@ -3,14 +3,19 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
@@ -83,25 +88,68 @@ type UnresponsiveEngine struct {
 // scope: web_search touches no conversation.
 func (WebSearchInput) scope() scope { return noConversation() }
 
-func webSearchTool() *mcp.Tool {
-	return &mcp.Tool{
-		Name:  "web_search",
-		Title: "Web search",
-		Description: "Search the web through the operator's SearXNG metasearch instance. " +
-			"Use it for current events, facts you are unsure of, documentation and anything outside the conversation's files. " +
-			"Returns numbered results with title, URL and snippet (plus direct answers, suggestions and engines that did not respond). " +
-			"Quote URLs from the results; do not invent them.",
-		Annotations: &mcp.ToolAnnotations{Title: "Web search", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+// WebSearcher runs web searches (searxng.Client, searxng.Pool).
+type WebSearcher interface {
+	Search(ctx context.Context, r searxng.Request) (*searxng.Response, error)
+	Ping(ctx context.Context) error
+}
+
+func webSearchTool() declared {
+	return tool[webSearch, WebSearchInput, WebSearchOutput]{
+		def: &mcp.Tool{
+			Name:  "web_search",
+			Title: "Web search",
+			Description: "Search the web through the operator's SearXNG metasearch instance. " +
+				"Use it for current events, facts you are unsure of, documentation and anything outside the conversation's files. " +
+				"Returns numbered results with title, URL and snippet (plus direct answers, suggestions and engines that did not respond). " +
+				"Quote URLs from the results; do not invent them.",
+			Annotations: &mcp.ToolAnnotations{Title: "Web search", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
+		},
+		handler:   newWebSearch,
+		constrain: webSearch.constrain,
+		run:       webSearch.search,
+		timeout:   func(c config.Config) time.Duration { return c.WebSearchTimeout },
+		failures:  searchFailures(),
+		probe:     "searxng",
+		ping:      webSearch.ping,
 	}
 }
 
-// webSearchSchema publishes web_search's limits; max_results depends on
-// the operator's setting.
-func (s *Server) webSearchSchema(sc *jsonschema.Schema) {
+// webSearch answers web_search: SearXNG behind a short cache.
+type webSearch struct {
+	searcher WebSearcher
+	cache    *ttlcache.Cache[string, *searxng.Response]
+	// lookups counts cache hits and misses.
+	lookups    *prometheus.CounterVec
+	maxResults int
+}
+
+func newWebSearch(e toolEnv) (webSearch, bool) {
+	return webSearch{
+		searcher:   e.deps.Search,
+		cache:      ttlcache.New[string, *searxng.Response](e.cfg.WebSearchCacheSize, e.cfg.WebSearchCacheTTL),
+		lookups:    e.metrics.cache,
+		maxResults: e.cfg.WebSearchMaxResults,
+	}, e.deps.Search != nil && e.cfg.WebSearchEnabled
+}
+
+// searchFailures are SearXNG's failures: a timeout, or an instance that
+// could not answer (retryable) or answered something unusable.
+func searchFailures() []failure {
+	return []failure{
+		{is: []error{searxng.ErrTimeout}, code: CodeTimeout, status: http.StatusGatewayTimeout, retryable: always},
+		{is: []error{searxng.ErrUnreachable, searxng.ErrFormatDisabled, searxng.ErrRateLimited, searxng.ErrBadRequest, searxng.ErrStatus, searxng.ErrBadResponse},
+			status: http.StatusBadGateway, retryable: searxng.Retryable, retryStatus: http.StatusServiceUnavailable},
+	}
+}
+
+// constrain publishes web_search's limits; max_results depends on the
+// operator's setting.
+func (w webSearch) constrain(sc *jsonschema.Schema) {
 	q := prop(sc, "query")
 	q.MinLength, q.MaxLength = ptr(1), ptr(maxQueryRunes)
 	m := prop(sc, "max_results")
-	m.Minimum, m.Maximum = ptr(1.0), ptr(float64(s.cfg.WebSearchMaxResults))
+	m.Minimum, m.Maximum = ptr(1.0), ptr(float64(w.maxResults))
 	prop(sc, "language").MaxLength = ptr(16)
 	c := prop(sc, "categories")
 	c.Items.Enum = enum(searxngCategories...)[1:]
@@ -118,30 +166,32 @@ func (s *Server) webSearchSchema(sc *jsonschema.Schema) {
 	}
 }
 
-func (s *Server) webSearch(ctx context.Context, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
-	req, max, err := s.webSearchRequest(in)
+func (w webSearch) ping(ctx context.Context) error { return w.searcher.Ping(ctx) }
+
+func (w webSearch) search(ctx context.Context, in WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
+	req, max, err := w.request(in)
 	if err != nil {
 		return nil, WebSearchOutput{}, err
 	}
 	key := cacheKey(req)
-	resp, ok := s.cache.Get(key)
+	resp, ok := w.cache.Get(key)
 	if ok {
-		s.metrics.cache.WithLabelValues("hit").Inc()
+		w.lookups.WithLabelValues("hit").Inc()
 	} else {
-		s.metrics.cache.WithLabelValues("miss").Inc()
-		resp, err = s.deps.Search.Search(ctx, req)
+		w.lookups.WithLabelValues("miss").Inc()
+		resp, err = w.searcher.Search(ctx, req)
 		if err != nil {
 			return nil, WebSearchOutput{}, fmt.Errorf("web search: %w", err)
 		}
-		s.cache.Put(key, resp)
+		w.cache.Put(key, resp)
 	}
 	out := webSearchOutput(req.Query, resp, max)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: webSearchText(out)}}}, out, nil
 }
 
-// webSearchRequest turns in, whose ranges and enums the input schema has
-// checked, into a SearXNG request.
-func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, error) {
+// request turns in, whose ranges and enums the input schema has checked,
+// into a SearXNG request.
+func (w webSearch) request(in WebSearchInput) (searxng.Request, int, error) {
 	q := strings.Join(strings.Fields(in.Query), " ")
 	if q == "" {
 		return searxng.Request{}, 0, badArg("query is blank: send the words to search for")
@@ -151,7 +201,7 @@ func (s *Server) webSearchRequest(in WebSearchInput) (searxng.Request, int, erro
 	}
 	max := in.MaxResults
 	if max == 0 {
-		max = min(5, s.cfg.WebSearchMaxResults)
+		max = min(5, w.maxResults)
 	}
 	cats := []string{"general"}
 	if len(in.Categories) > 0 {

@@ -55,7 +55,7 @@ func newStore(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.St
 	if err != nil {
 		return nil, err
 	}
-	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.HybridVectorWeight(), Logger: log})
+	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.VectorWeight, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open documents store: %w", err)
 	}

@@ -76,7 +76,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
-		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels), st.Embedder().Model(), cfg.HybridVectorWeight())
+		dir, len(ds.Corpus), time.Since(start).Seconds(), conv, len(ds.Qrels), st.Embedder().Model(), st.VectorWeight())
 	// A corpus too large to be ranked exactly is searched through the
 	// vector index, as a server would once the upload settled.
 	if state, err := st.IndexState(ctx); err != nil {

@@ -166,13 +166,13 @@ type commandHelp struct {
 // allSettings stands for every setting, for commands that read them all.
 var allSettings = []string{"*"}
 
-// Groups of settings, by flag name, that several commands read.
+// Groups of settings, by flag name, that several commands read: a setting
+// joins a group in its own entry (config.Group).
 var (
-	databaseSettings = []string{"database-url"}
-	embedSettings    = []string{"embed-provider", "embed-model", "embed-base-url", "embed-api-key", "embed-dimensions", "embed-batch-size"}
-	pipelineSettings = []string{"chunk-size", "chunk-overlap", "workers", "max-file-mb"}
-	fetchSettings    = []string{"fetch-url-timeout-ms", "fetch-url-max-mb", "fetch-url-max-redirects", "fetch-url-allow-hosts",
-		"fetch-url-proxy", "fetch-url-user-agent"}
+	databaseSettings = config.Flags(config.Database)
+	embedSettings    = config.Flags(config.Embed)
+	pipelineSettings = config.Flags(config.Pipeline)
+	fetchSettings    = config.Flags(config.Download)
 )
 
 func join(groups ...[]string) []string {

@@ -1,0 +1,382 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the effective configuration of one mcpsearch process. Each
+// field is set by one entry of settings, which gives its environment
+// variable, flag, default, help and check.
+type Config struct {
+	// Transports is a subset of stdio, sse, http; stdio stands alone.
+	Transports []string
+	Addr       string
+	Stateless  bool
+	LogFormat  string
+	LogLevel   string
+
+	WebSearchEnabled    bool
+	SearXNGURL          string
+	WebSearchTimeout    time.Duration
+	WebSearchMaxResults int
+	WebSearchCacheTTL   time.Duration
+	WebSearchCacheSize  int
+
+	// FetchURL* configure the fetch_url tool and ingestion by URL.
+	FetchURLEnabled    bool
+	FetchURLTimeout    time.Duration
+	FetchURLMaxBytes   int64
+	FetchURLMaxLength  int
+	FetchURLRedirects  int
+	FetchURLAllowHosts []string
+	FetchURLProxy      string
+	FetchURLUserAgent  string
+	FetchURLCacheTTL   time.Duration
+	FetchURLCacheSize  int
+
+	// ToolTimeout bounds every tool call that has no timeout of its own.
+	ToolTimeout time.Duration
+	// RateLimit is the default bucket; RateLimits overrides it per tool.
+	RateLimit  RateLimit
+	RateLimits map[string]RateLimit
+
+	DocsEnabled bool
+	// DefaultConversation is used by the documents tools when a call names
+	// no conversation: a single-user setup's one conversation.
+	DefaultConversation string
+	DatabaseURL         string
+	ChunkSize           int
+	ChunkOverlap        int
+	MaxFileBytes        int64
+	Workers             int
+	// IndexBuildMemoryMB is PostgreSQL's maintenance_work_mem for a build
+	// of the vector index, in megabytes.
+	IndexBuildMemoryMB int
+	// VectorWeight is the weight of vector similarity against keywords in
+	// hybrid search; 0 means auto, which the documents store resolves for
+	// its embedder (docs.Store.VectorWeight).
+	VectorWeight float64
+
+	EmbedProvider   string
+	EmbedModel      string
+	EmbedBaseURL    string
+	EmbedAPIKey     string
+	EmbedDimensions int
+	EmbedBatchSize  int
+
+	// Auth is "" (keys when any are configured), "keys" or "none".
+	Auth           string
+	APIKeys        []string
+	APIKeysFile    string
+	AllowedOrigins []string
+	// AllowedHosts are Host header values accepted on a loopback listener
+	// besides loopback names (a reverse proxy on the same machine).
+	AllowedHosts []string
+}
+
+// Groups of settings that commands other than serve read.
+const (
+	// Database is the connection to PostgreSQL.
+	Database Group = "database"
+	// Embed is the embedding model.
+	Embed Group = "embed"
+	// Pipeline is how files are read and cut into chunks.
+	Pipeline Group = "pipeline"
+	// Download is how pages are fetched by URL for ingestion.
+	Download Group = "download"
+)
+
+// MaxFetchLength bounds the characters one fetch_url call returns.
+const MaxFetchLength = 100_000
+
+// maxVectorWeight matches docs.MaxVectorWeight.
+const maxVectorWeight = 10
+
+// maxEmbedDimensions is the most dimensions pgvector's vector type holds.
+// The documents store indexes embeddings of up to 4,000 dimensions (as
+// halfvec above 2,000) and ranks larger ones exactly, unindexed.
+const maxEmbedDimensions = 16000
+
+// settings lists every setting, in the order the README's table and
+// `mcpsearch config` show them. A new setting is a field of Config and one
+// entry here.
+func settings() []setting {
+	return []setting{
+		{env: "MCP_transport", flag: "transport", def: "stdio",
+			help: "transports to serve: stdio, or one or both of http,sse",
+			doc:  "`stdio`, `http`, `sse` or `http,sse`",
+			value: value{
+				set: func(c *Config, v string) error {
+					t, err := parseTransports(v)
+					c.Transports = t
+					return err
+				},
+				get: func(c *Config) string { return strings.Join(c.Transports, ",") },
+			},
+			check: func(c *Config) []string {
+				if len(c.Transports) == 0 {
+					return []string{"choose stdio, http, sse or http,sse"}
+				}
+				return nil
+			}},
+		{env: "MCP_addr", flag: "addr", def: "127.0.0.1:8080",
+			help: "HOST:PORT the HTTP transports listen on", doc: "listen address of the HTTP transports",
+			value: textValue(func(c *Config) *string { return &c.Addr }, nil),
+			check: func(c *Config) []string {
+				if _, _, err := net.SplitHostPort(c.Addr); c.HTTP() && err != nil {
+					return []string{fmt.Sprintf("want HOST:PORT such as 127.0.0.1:8080, got %q", c.Addr)}
+				}
+				return nil
+			}},
+		{env: "MCP_stateless", flag: "stateless", def: "false",
+			help:  "streamable HTTP without server-side sessions (replicas behind a load balancer)",
+			doc:   "streamable HTTP without sessions",
+			value: boolValue(func(c *Config) *bool { return &c.Stateless })},
+		{env: "MCP_log_format", flag: "log-format", def: "text",
+			help: "text or json (logs always go to stderr)", doc: "`text` or `json`, always to stderr",
+			value: textValue(func(c *Config) *string { return &c.LogFormat }, nil),
+			check: oneOf(func(c *Config) string { return c.LogFormat }, "text", "json")},
+		{env: "MCP_log_level", flag: "log-level", def: "info",
+			help: "debug, info, warn or error", doc: "`debug`, `info`, `warn`, `error`",
+			value: textValue(func(c *Config) *string { return &c.LogLevel }, nil),
+			check: oneOf(func(c *Config) string { return c.LogLevel }, "debug", "info", "warn", "error")},
+
+		{env: "MCP_web_search_enabled", flag: "web-search-enabled", def: "true",
+			help: "offer the web_search tool", doc: "offer `web_search` (a disabled tool is not listed)",
+			value: boolValue(func(c *Config) *bool { return &c.WebSearchEnabled })},
+		{env: "MCP_web_search_searxng_url", flag: "searxng-url", def: "http://localhost:8888",
+			help:  "base URL of the SearXNG instance, or several separated by commas: the next is tried when one fails",
+			doc:   "your SearXNG; several separated by commas fail over in order (see [SearXNG](#searxng))",
+			value: textValue(func(c *Config) *string { return &c.SearXNGURL }, nil),
+			check: func(c *Config) []string {
+				if !c.WebSearchEnabled {
+					return nil
+				}
+				urls := c.SearXNGURLs()
+				if len(urls) == 0 {
+					return []string{"want an http(s) URL such as http://localhost:8888"}
+				}
+				var bad []string
+				for _, raw := range urls {
+					if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						bad = append(bad, fmt.Sprintf("want http(s) URLs such as http://localhost:8888, separated by commas, got %q", raw))
+					}
+				}
+				return bad
+			}},
+		{env: "MCP_web_search_timeout_ms", flag: "web-search-timeout-ms", def: "10000",
+			help: "timeout of one web_search call in milliseconds", doc: "timeout of one `web_search` call",
+			value: msValue(func(c *Config) *time.Duration { return &c.WebSearchTimeout })},
+		{env: "MCP_web_search_max_results", flag: "web-search-max-results", def: "5",
+			help: "most results one web_search may return", doc: "the most results a call may ask for",
+			value: intValue(func(c *Config) *int { return &c.WebSearchMaxResults }, between(1, 100, ""))},
+		{env: "MCP_web_search_cache_ttl", flag: "web-search-cache-ttl", def: "5m",
+			help:  "how long identical searches are served from memory (e.g. 5m, 300s; 0 disables)",
+			doc:   "identical searches within this window are served from memory; `0` disables",
+			value: durationValue(func(c *Config) *time.Duration { return &c.WebSearchCacheTTL })},
+		{env: "MCP_web_search_cache_size", flag: "web-search-cache-size", def: "512",
+			help: "most searches held in the cache", doc: "searches held in that cache",
+			value: intValue(func(c *Config) *int { return &c.WebSearchCacheSize }, atLeast(1))},
+
+		{env: "MCP_fetch_url_enabled", flag: "fetch-url-enabled", def: "true",
+			help: "offer the fetch_url tool and ingestion by URL", doc: "offer `fetch_url` and ingestion by URL",
+			value: boolValue(func(c *Config) *bool { return &c.FetchURLEnabled })},
+		{env: "MCP_fetch_url_timeout_ms", flag: "fetch-url-timeout-ms", def: "20000", group: Download,
+			help:  "timeout of one fetch_url call (or URL download) in milliseconds",
+			doc:   "timeout of one `fetch_url` call or URL download",
+			value: msValue(func(c *Config) *time.Duration { return &c.FetchURLTimeout })},
+		{env: "MCP_fetch_url_max_mb", flag: "fetch-url-max-mb", def: "10", group: Download,
+			help: "largest page body fetch_url reads, in megabytes", doc: "largest page body read; a larger one is refused",
+			value: mbValue(func(c *Config) *int64 { return &c.FetchURLMaxBytes })},
+		{env: "MCP_fetch_url_max_length", flag: "fetch-url-max-length", def: "8000",
+			help:  "characters one fetch_url call returns by default (max_length)",
+			doc:   "characters one call returns unless `max_length` says otherwise (up to 100,000)",
+			value: intValue(func(c *Config) *int { return &c.FetchURLMaxLength }, between(100, MaxFetchLength, " characters"))},
+		{env: "MCP_fetch_url_max_redirects", flag: "fetch-url-max-redirects", def: "5", group: Download,
+			help: "redirects fetch_url follows", doc: "redirects followed, each checked like the first URL",
+			value: intValue(func(c *Config) *int { return &c.FetchURLRedirects }, between(0, 20, ""))},
+		{env: "MCP_fetch_url_allow_hosts", flag: "fetch-url-allow-hosts", group: Download,
+			help:  "comma-separated hosts or networks fetch_url may read although private (wiki.corp.example, *.corp.example, 10.0.0.0/8)",
+			doc:   "private hosts or networks that may be read: `wiki.corp.example`, `*.corp.example`, `10.0.0.0/8`",
+			value: listValue(func(c *Config) *[]string { return &c.FetchURLAllowHosts })},
+		{env: "MCP_fetch_url_proxy", flag: "fetch-url-proxy", group: Download,
+			help:  "proxy URL for fetch_url only (default: HTTP_PROXY, HTTPS_PROXY, NO_PROXY)",
+			doc:   "proxy for fetches only (default: `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`)",
+			value: textValue(func(c *Config) *string { return &c.FetchURLProxy }, strings.TrimSpace).shown(redactURL)},
+		{env: "MCP_fetch_url_user_agent", flag: "fetch-url-user-agent", group: Download,
+			help:  "User-Agent of fetch_url requests (default mcpsearch/VERSION)",
+			doc:   "`User-Agent` of fetches (default `mcpsearch/VERSION`)",
+			value: textValue(func(c *Config) *string { return &c.FetchURLUserAgent }, nil)},
+		{env: "MCP_fetch_url_cache_ttl", flag: "fetch-url-cache-ttl", def: "5m",
+			help:  "how long a fetched page is reused, so paging does not refetch it (e.g. 5m; 0 disables)",
+			doc:   "a page fetched again within this window comes from memory (paging with `start_index`); `0` disables",
+			value: durationValue(func(c *Config) *time.Duration { return &c.FetchURLCacheTTL })},
+		{env: "MCP_fetch_url_cache_size", flag: "fetch-url-cache-size", def: "16",
+			help: "most pages held in the fetch_url cache", doc: "pages held in that cache",
+			value: intValue(func(c *Config) *int { return &c.FetchURLCacheSize }, atLeast(1))},
+
+		{env: "MCP_tool_timeout_ms", flag: "tool-timeout-ms", def: "30000",
+			help: "timeout of one call of any other tool in milliseconds", doc: "timeout of one call of any other tool",
+			value: msValue(func(c *Config) *time.Duration { return &c.ToolTimeout })},
+		{env: "MCP_rate_limit_per_minute", flag: "rate-limit-per-minute", def: "30",
+			help: "default calls per minute per tool (0 disables)", doc: "token bucket refill per tool; `0` disables limiting",
+			value: intValue(func(c *Config) *int { return &c.RateLimit.PerMinute }, func(n int) string {
+				if n < 0 {
+					return "must not be negative"
+				}
+				return ""
+			})},
+		{env: "MCP_rate_limit_burst", flag: "rate-limit-burst", def: "5",
+			help: "default burst per tool", doc: "bucket size per tool", more: perToolRows,
+			value: intValue(func(c *Config) *int { return &c.RateLimit.Burst }, nil),
+			check: func(c *Config) []string {
+				if c.RateLimit.Burst < 1 && c.RateLimit.PerMinute > 0 {
+					return []string{fmt.Sprintf("want at least 1 when rate limiting is on, got %d", c.RateLimit.Burst)}
+				}
+				return nil
+			}},
+
+		{env: "MCP_docs_enabled", flag: "docs-enabled", def: "true",
+			help:  "offer search_docs, list_files and get_chunk",
+			doc:   "offer the documents tools and upload API (needs `DATABASE_URL`)",
+			value: boolValue(func(c *Config) *bool { return &c.DocsEnabled })},
+		{env: "MCP_docs_default_conversation", flag: "default-conversation",
+			help:  "conversation the documents tools use when a call names none (a single-user setup's files, ingested with mcpsearch ingest --conversation)",
+			doc:   "conversation the documents tools use when a call names none (single-user setups)",
+			value: textValue(func(c *Config) *string { return &c.DefaultConversation }, strings.TrimSpace)},
+		{env: "DATABASE_URL", flag: "database-url", group: Database,
+			help: "PostgreSQL URL of the documents store", doc: "PostgreSQL with pgvector",
+			value: textValue(func(c *Config) *string { return &c.DatabaseURL }, nil).shown(redactURL)},
+		{env: "MCP_docs_chunk_size", flag: "chunk-size", def: "1000", group: Pipeline,
+			help:  "characters per chunk",
+			value: intValue(func(c *Config) *int { return &c.ChunkSize }, between(100, 20000, " characters"))},
+		{env: "MCP_docs_chunk_overlap", flag: "chunk-overlap", def: "150", group: Pipeline,
+			help:  "characters shared by neighbouring chunks",
+			value: intValue(func(c *Config) *int { return &c.ChunkOverlap }, nil),
+			check: func(c *Config) []string {
+				if c.ChunkOverlap < 0 || c.ChunkOverlap*2 >= c.ChunkSize {
+					return []string{fmt.Sprintf("want 0 up to half the chunk size, got %d", c.ChunkOverlap)}
+				}
+				return nil
+			}},
+		{env: "MCP_docs_max_file_mb", flag: "max-file-mb", def: "50", group: Pipeline,
+			help: "largest upload in megabytes", doc: "largest upload",
+			value: mbValue(func(c *Config) *int64 { return &c.MaxFileBytes })},
+		{env: "MCP_docs_workers", flag: "workers", def: "2", group: Pipeline,
+			help: "files processed at once by the upload worker pool", doc: "files processed at once",
+			value: intValue(func(c *Config) *int { return &c.Workers }, between(1, 64, ""))},
+		// PostgreSQL accepts maintenance_work_mem from 1 MB to 2 TB.
+		{env: "MCP_docs_index_build_memory_mb", flag: "index-build-memory-mb", def: "1024",
+			help:  "memory PostgreSQL may use to build the vector index, in megabytes (its maintenance_work_mem for the build; about 2 KB per chunk of 384 dimensions builds fastest)",
+			doc:   "memory PostgreSQL may use to build the vector index (its `maintenance_work_mem` for the build); about 2 KB per chunk of 384 dimensions builds fastest",
+			value: intValue(func(c *Config) *int { return &c.IndexBuildMemoryMB }, between(1, 2<<20, " megabytes"))},
+		{env: "MCP_docs_vector_weight", flag: "vector-weight", def: "auto",
+			help:  "weight of vector similarity against keywords (1) in hybrid search_docs: auto (1/3 with the local embedder, 1 otherwise) or a number above 0 up to 10",
+			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is 1/3 with the `local` embedder, 1 otherwise",
+			value: vectorWeightValue()},
+
+		{env: "MCP_embed_provider", flag: "embed-provider", def: "local", group: Embed,
+			help: "local, openai or ollama", doc: "`local`, `openai` or `ollama`",
+			value: textValue(func(c *Config) *string { return &c.EmbedProvider }, nil),
+			check: oneOf(func(c *Config) string { return c.EmbedProvider }, "local", "openai", "ollama")},
+		{env: "MCP_embed_model", flag: "embed-model", group: Embed,
+			help: "embedding model name (openai, ollama)", doc: "remote model name",
+			value: textValue(func(c *Config) *string { return &c.EmbedModel }, nil)},
+		{env: "MCP_embed_base_url", flag: "embed-base-url", group: Embed,
+			help: "base URL of the embedding API (openai: .../v1; ollama: http://host:11434)", doc: "remote API base URL",
+			value: textValue(func(c *Config) *string { return &c.EmbedBaseURL }, nil)},
+		{env: "MCP_embed_api_key", flag: "embed-api-key", group: Embed,
+			help: "API key of the embedding API", doc: "remote API key",
+			value: textValue(func(c *Config) *string { return &c.EmbedAPIKey }, nil).shown(redact)},
+		{env: "MCP_embed_dimensions", flag: "embed-dimensions", def: "0", group: Embed,
+			help: "vector dimensions (0: 384 for local, learnt from the server for openai and ollama)",
+			doc:  "vector size (0: 384 for local, learnt for remote); up to 4,000 are indexed, larger ones (up to 16,000) are ranked exactly",
+			value: intValue(func(c *Config) *int { return &c.EmbedDimensions }, func(n int) string {
+				if n < 0 || n > maxEmbedDimensions {
+					return fmt.Sprintf("want 0 to %d (pgvector stores up to %d dimensions and indexes up to 4000; larger embeddings are ranked exactly), got %d",
+						maxEmbedDimensions, maxEmbedDimensions, n)
+				}
+				return ""
+			})},
+		{env: "MCP_embed_batch_size", flag: "embed-batch-size", def: "64", group: Embed,
+			help:  "texts per embedding request",
+			value: intValue(func(c *Config) *int { return &c.EmbedBatchSize }, atLeast(1))},
+
+		{env: "MCP_API_KEYS", flag: "api-keys",
+			help:  "comma-separated bearer API keys accepted on the HTTP transports and upload API",
+			doc:   "comma-separated bearer keys for the HTTP surfaces",
+			value: listValue(func(c *Config) *[]string { return &c.APIKeys }).shown(func(s string) string { return redactList(splitList(s)) })},
+		{env: "MCP_API_KEYS_FILE", flag: "api-keys-file",
+			help:  "file of API keys, one per line: KEY [name=NAME] [conversations=ID,ID...]",
+			doc:   "keys file, see [Access control](#access-control)",
+			value: textValue(func(c *Config) *string { return &c.APIKeysFile }, nil)},
+		{env: "MCP_auth", flag: "auth",
+			help:  "access control of the HTTP transports: keys, or none to serve without keys beyond loopback",
+			doc:   "`none` to listen beyond loopback without keys",
+			value: textValue(func(c *Config) *string { return &c.Auth }, func(v string) string { return strings.ToLower(strings.TrimSpace(v)) }),
+			check: func(c *Config) []string {
+				switch c.Auth {
+				case "", "keys", "none":
+				default:
+					return []string{fmt.Sprintf("want keys or none, got %q", c.Auth)}
+				}
+				if c.Auth == "keys" && len(c.APIKeys) == 0 && c.APIKeysFile == "" {
+					return []string{"keys needs MCP_API_KEYS or MCP_API_KEYS_FILE"}
+				}
+				return nil
+			}},
+		{env: "MCP_allowed_origins", flag: "allowed-origins",
+			help:  "comma-separated browser Origins allowed to call the HTTP transports (loopback origins always are on a loopback listener)",
+			doc:   "browser origins allowed to call the HTTP surfaces",
+			value: listValue(func(c *Config) *[]string { return &c.AllowedOrigins }),
+			check: func(c *Config) []string {
+				var bad []string
+				for _, o := range c.AllowedOrigins {
+					if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" {
+						bad = append(bad, fmt.Sprintf("want origins such as https://chat.example.com, got %q", o))
+					}
+				}
+				return bad
+			}},
+		{env: "MCP_allowed_hosts", flag: "allowed-hosts",
+			help:  "comma-separated Host header values accepted on a loopback listener besides localhost and loopback addresses (a reverse proxy on the same machine)",
+			doc:   "`Host` header values accepted on a loopback listener besides localhost and loopback addresses (a reverse proxy on the same machine)",
+			value: listValue(func(c *Config) *[]string { return &c.AllowedHosts })},
+	}
+}
+
+// perToolRows document the per-tool settings in the README, after the
+// defaults they override.
+const perToolRows = "| `MCP_<tool>_rate_limit_per_minute`, `MCP_<tool>_rate_limit_burst` | `--rate-limit TOOL=N[/BURST]` | the defaults above | one tool's own bucket, e.g. `MCP_web_search_rate_limit_per_minute=10` |\n" +
+	"| `MCP_<tool>_rate_limit_global_per_minute` | | none | a ceiling on one tool for all callers together, on top of each key's bucket, e.g. `MCP_web_search_rate_limit_global_per_minute=120` to protect a small SearXNG |\n"
+
+// vectorWeightValue reads auto (0) or a weight above 0 up to
+// maxVectorWeight.
+func vectorWeightValue() value {
+	return value{
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if strings.EqualFold(v, "auto") {
+				c.VectorWeight = 0
+				return nil
+			}
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(w > 0 && w <= maxVectorWeight) {
+				return fmt.Errorf("want auto or a number above 0 up to %d, got %q", maxVectorWeight, v)
+			}
+			c.VectorWeight = w
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.VectorWeight == 0 {
+				return "auto"
+			}
+			return strconv.FormatFloat(c.VectorWeight, 'g', -1, 64)
+		},
+	}
+}
