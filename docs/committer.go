@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,8 @@ type commitJob struct {
 type committer struct {
 	st  *Store
 	log *slog.Logger
+	// batches counts the transactions that stored a batch.
+	batches *atomic.Int64
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -45,8 +48,8 @@ type committer struct {
 	stopped chan struct{}
 }
 
-func newCommitter(st *Store, log *slog.Logger) *committer {
-	c := &committer{st: st, log: log, stopped: make(chan struct{})}
+func newCommitter(st *Store, log *slog.Logger, batches *atomic.Int64) *committer {
+	c := &committer{st: st, log: log, batches: batches, stopped: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
 	go c.run()
 	return c
@@ -169,6 +172,9 @@ func (c *committer) once(items []*commitItem) error {
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		err = c.st.commitBatch(ctx, items)
 		cancel()
+		if err == nil {
+			c.batches.Add(1)
+		}
 		if err == nil || !Retryable(err) || errors.Is(err, ErrUnavailable) {
 			return err
 		}

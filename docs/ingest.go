@@ -179,7 +179,7 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 		wake:    make(chan struct{}, opts.Workers),
 		stop:    make(chan struct{}),
 	}
-	in.commits = newCommitter(st, in.log)
+	in.commits = newCommitter(st, in.log, &in.counters.batches)
 	// Background work outlives the requests that submit it.
 	in.workCtx, in.cancelWork = context.WithCancelCause(context.Background())
 	for range opts.Workers {

@@ -17,6 +17,9 @@ type IngestStats struct {
 	Chunks, Pages, Bytes int64
 	// Duration is the time spent processing files, ready or failed.
 	Duration time.Duration
+	// Batches counts the transactions that stored processed files:
+	// files ready to be stored at the same moment share one.
+	Batches int64
 	// IndexBuilds counts the vector index builds this Ingester ran in the
 	// background, and IndexBuildDuration their total time.
 	IndexBuilds        int64
@@ -26,6 +29,7 @@ type IngestStats struct {
 // ingestCounters are the atomics behind IngestStats.
 type ingestCounters struct {
 	ready, failed, chunks, pages, bytes, nanos atomic.Int64
+	batches                                    atomic.Int64
 	indexBuilds, indexNanos                    atomic.Int64
 }
 
@@ -52,6 +56,7 @@ func (in *Ingester) IngestStats() IngestStats {
 		Pages:    c.pages.Load(),
 		Bytes:    c.bytes.Load(),
 		Duration: time.Duration(c.nanos.Load()),
+		Batches:  c.batches.Load(),
 
 		IndexBuilds:        c.indexBuilds.Load(),
 		IndexBuildDuration: time.Duration(c.indexNanos.Load()),

@@ -826,6 +826,11 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 	if err != nil {
 		return err
 	}
+	// Every conversation locked gets its counters written, if only to
+	// remove a row the lock created for a conversation left with no file.
+	for _, c := range convs {
+		ds.of(c)
+	}
 	var doomed []string
 	for _, it := range confirmed {
 		if uploaded[it] <= floors[it.conversationID()] {

@@ -128,6 +128,8 @@ var (
 		"Time spent extracting, chunking, embedding and storing files.", nil, nil)
 	ingestQueuedDesc = prometheus.NewDesc("mcpsearch_ingest_queue_depth",
 		"Uploaded files waiting for a worker.", nil, nil)
+	ingestBatchesDesc = prometheus.NewDesc("mcpsearch_ingest_batches_total",
+		"Transactions that stored processed files; files ready at the same moment share one.", nil, nil)
 	indexBuildsDesc = prometheus.NewDesc("mcpsearch_vector_index_builds_total",
 		"Vector index builds this process ran in the background.", nil, nil)
 	indexSecondsDesc = prometheus.NewDesc("mcpsearch_vector_index_build_seconds_total",
@@ -136,7 +138,7 @@ var (
 
 func (ingestCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc,
-		indexBuildsDesc, indexSecondsDesc} {
+		ingestBatchesDesc, indexBuildsDesc, indexSecondsDesc} {
 		ch <- d
 	}
 }
@@ -150,6 +152,7 @@ func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(ingestBytesDesc, prometheus.CounterValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(ingestSecondsDesc, prometheus.CounterValue, st.Duration.Seconds())
 	ch <- prometheus.MustNewConstMetric(ingestQueuedDesc, prometheus.GaugeValue, float64(st.Queued))
+	ch <- prometheus.MustNewConstMetric(ingestBatchesDesc, prometheus.CounterValue, float64(st.Batches))
 	ch <- prometheus.MustNewConstMetric(indexBuildsDesc, prometheus.CounterValue, float64(st.IndexBuilds))
 	ch <- prometheus.MustNewConstMetric(indexSecondsDesc, prometheus.CounterValue, st.IndexBuildDuration.Seconds())
 }
