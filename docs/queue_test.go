@@ -2,6 +2,8 @@ package docs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
@@ -321,4 +324,38 @@ func TestLeaseIsRenewedWhileAFileIsProcessed(t *testing.T) {
 	if done := waitFiles(t, slow, "lease", 1)[0]; done.Status != StatusReady {
 		t.Errorf("file = %s %q; want ready", done.Status, done.Error)
 	}
+}
+
+// TestSubmitFileWithTheSpoolersDigest submits spooled uploads whose digest
+// and first bytes the caller took while spooling: the upload is stored
+// from one read of the spool file, checked against the digest on the way,
+// and refused when the file does not match it.
+func TestSubmitFileWithTheSpoolersDigest(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t, IngestOptions{})
+	ctx := context.Background()
+	data := []byte(prose(91, 400) + " quokka")
+	sum := sha256.Sum256(data)
+	submit := func(name, digest string) (File, error) {
+		t.Helper()
+		tk, err := s.Reserve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tk.Release()
+		return s.SubmitFile(ctx, tk, Upload{ConversationID: "digest", FileName: name, Path: spool(t, name, data),
+			SHA256: digest, Head: data[:min(len(data), extract.SniffLen)]})
+	}
+	f, err := submit("a.txt", hex.EncodeToString(sum[:]))
+	if err != nil || f.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("SubmitFile = %+v, %v", f, err)
+	}
+	if _, err := submit("b.txt", strings.Repeat("0", 64)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("SubmitFile with a digest the file does not match = %v; want ErrInvalidArgument", err)
+	}
+	files := waitFiles(t, s, "digest", 1)
+	if files[0].Status != StatusReady {
+		t.Errorf("file = %+v; want ready", files[0])
+	}
+	checkStats(t, s.Pool(), "digest")
 }
