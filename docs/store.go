@@ -3,10 +3,10 @@
 //
 // Every file belongs to a conversation and is split into chunks, each stored
 // with its embedding, the model that made it and a full-text vector. A file
-// is stored whole or not at all: its chunks, the BM25 statistics and its
-// status "ready" are committed in one transaction, so a search never sees
-// half a file, and a failed file keeps no chunk, only its status "failed"
-// and the reason.
+// is stored whole or not at all: its chunks, its keyword postings, its
+// conversation's counters and its status "ready" are committed in one
+// transaction, so a search never sees half a file, and a failed file keeps
+// no chunk, only its status "failed" and the reason.
 //
 // Search ranks chunks by cosine similarity (exactly, or through a pgvector
 // HNSW index built in the background: see index.go), by Okapi BM25 over
@@ -181,12 +181,11 @@ func (s *Store) Ping(ctx context.Context) error {
 // reached. It also fails, with advice, when the server's pgvector is older
 // than 0.7.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	cur, err := migrations.Current(ctx, s.pool)
-	if err != nil {
+	var outdated *migrations.OutdatedError
+	if err := migrations.Check(ctx, s.pool); errors.As(err, &outdated) {
+		return fmt.Errorf("docs: %w (the database is at version %d, this build needs %d)", ErrSchemaOutdated, outdated.Current, outdated.Latest)
+	} else if err != nil {
 		return dbError("docs: check schema", err)
-	}
-	if want := migrations.Latest(); cur < want {
-		return fmt.Errorf("docs: %w (the database is at version %d, this build needs %d)", ErrSchemaOutdated, cur, want)
 	}
 	v, err := s.pgvectorVersion(ctx)
 	if err != nil {

@@ -122,6 +122,39 @@ func Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// ErrOutdated reports a database whose schema is older than this build's
+// migrations, or that has none: `mcpsearch migrate` brings it up to date.
+var ErrOutdated = errors.New("database schema is outdated")
+
+// OutdatedError is the error Check returns for an outdated schema: the
+// version the database is at (0 for none) and the one this build needs.
+type OutdatedError struct {
+	Current, Latest int
+}
+
+func (e *OutdatedError) Error() string {
+	if e.Current == 0 {
+		return "the database has no mcpsearch schema yet: run `mcpsearch migrate` first"
+	}
+	return fmt.Sprintf("the database is at schema version %d and this build needs %d: run `mcpsearch migrate` first", e.Current, e.Latest)
+}
+
+func (e *OutdatedError) Unwrap() error { return ErrOutdated }
+
+// Check returns nil when the database has every embedded migration, an
+// *OutdatedError when it lacks some, and the database's error when it
+// cannot be read: the one schema check the server and every command make.
+func Check(ctx context.Context, db DB) error {
+	cur, err := Current(ctx, db)
+	if err != nil {
+		return err
+	}
+	if want := Latest(); cur < want {
+		return &OutdatedError{Current: cur, Latest: want}
+	}
+	return nil
+}
+
 // Current returns the highest version applied to the database, or 0 when no
 // migration has been applied (schema_migrations does not exist).
 func Current(ctx context.Context, db DB) (int, error) {

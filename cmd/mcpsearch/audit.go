@@ -113,21 +113,18 @@ func openAuditPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error
 // checkSchema says what to do when the database at DATABASE_URL cannot
 // serve the audit commands.
 func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	cur, err := migrations.Current(ctx, pool)
-	if err != nil {
-		err = pg.Error("check schema", err)
-		if errors.Is(err, pg.ErrUnavailable) {
-			return fmt.Errorf("DATABASE_URL: %w (is PostgreSQL running and reachable at that address?)", err)
-		}
+	err := migrations.Check(ctx, pool)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, migrations.ErrOutdated):
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	switch want := migrations.Latest(); {
-	case cur == 0:
-		return errors.New("the database at DATABASE_URL has no mcpsearch schema yet: run `mcpsearch migrate` first")
-	case cur < want:
-		return fmt.Errorf("the database at DATABASE_URL is at schema version %d and this build needs %d: run `mcpsearch migrate` first", cur, want)
+	err = pg.Error("check schema", err)
+	if errors.Is(err, pg.ErrUnavailable) {
+		return fmt.Errorf("DATABASE_URL: %w (is PostgreSQL running and reachable at that address?)", err)
 	}
-	return nil
+	return fmt.Errorf("DATABASE_URL: %w", err)
 }
 
 // parseAge reads retention ages: whole days ("30d") or Go durations.

@@ -132,20 +132,20 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 func checkMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cur, err := migrations.Current(cctx, pool)
-	if err != nil {
-		err = pg.Error("check schema", err)
-		if errors.Is(err, pg.ErrUnavailable) || errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			log.Warn("database unreachable at start; audit rows wait and the documents tools report it until it is back", "error", err)
-			return nil
-		}
-		return fmt.Errorf("DATABASE_URL: %w", err)
+	err := migrations.Check(cctx, pool)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, migrations.ErrOutdated):
+		return fmt.Errorf("DATABASE_URL: %w "+
+			"(audit rows and documents are stored there; unset DATABASE_URL to serve web search only, with audit rows in the log)", err)
 	}
-	if want := migrations.Latest(); cur < want {
-		return fmt.Errorf("the database at DATABASE_URL is at schema version %d and this build needs %d: run `mcpsearch migrate` first "+
-			"(audit rows and documents are stored there; unset DATABASE_URL to serve web search only, with audit rows in the log)", cur, want)
+	err = pg.Error("check schema", err)
+	if errors.Is(err, pg.ErrUnavailable) || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		log.Warn("database unreachable at start; audit rows wait and the documents tools report it until it is back", "error", err)
+		return nil
 	}
-	return nil
+	return fmt.Errorf("DATABASE_URL: %w", err)
 }
 
 // newFetcher builds the page reader of fetch_url and ingestion by URL.
