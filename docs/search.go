@@ -199,8 +199,7 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 	case Keyword:
 		keywordDepth = k
 	case Hybrid:
-		vectorDepth = hybridListDepth(k)
-		keywordDepth = vectorDepth
+		keywordDepth, vectorDepth = hybridDepths(k)
 	}
 	conv, terms, err := s.conversationState(ctx, q, m.name, keywordDepth > 0)
 	if err != nil {
@@ -263,15 +262,20 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 	return details(ctx, tx, m, qv, ranked)
 }
 
-// hybridListDepth is how deep each ranking Hybrid fuses is taken for k
-// hits: four times k for a tool call's few hits, so that a chunk ranked
-// modestly by both lists is not missed, and k and a half past that depth
-// (Rank's deep rankings), where the lists' tails weigh little.
-func hybridListDepth(k int) int {
+// hybridDepths is how deep Hybrid takes the keyword and the vector
+// rankings it fuses for k hits. For a tool call's few hits both are four
+// times k, so that a chunk ranked modestly by both lists is not missed. For
+// Rank's deep rankings the keyword list is k and a half deep, and the vector
+// list half as deep as k (200 at least): an index scan costs in proportion
+// to the chunks it returns, where the keyword ranking costs the same at any
+// depth, and at those depths the vector list's tail, weighed as
+// reciprocal ranks, moves the fused order little.
+func hybridDepths(k int) (keyword, vector int) {
 	if k <= MaxTopK {
-		return max(hybridDepth, 4*k)
+		d := max(hybridDepth, 4*k)
+		return d, d
 	}
-	return max(4*MaxTopK, k+k/2)
+	return k + k/2, max(4*MaxTopK, k/2)
 }
 
 // convState is what a search needs to know of a conversation first, all of
