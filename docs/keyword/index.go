@@ -97,6 +97,10 @@ type Index struct {
 	segments []segment
 	// merging is set while a merge runs.
 	merging bool
+
+	// accs holds score accumulators for searches, one per chunk, all zero:
+	// a search of a large conversation need not allocate and clear one.
+	accs sync.Pool
 }
 
 type chunkRange struct {
@@ -315,8 +319,19 @@ func (ix *Index) Search(terms []Term, model string, depth int, p Params) []Hit {
 		return nil
 	}
 	avgdl := max(float64(ix.liveLen)/float64(ix.live), 1)
-	acc := make([]float64, n)
+	acc, _ := ix.accs.Get().(*[]float64)
+	if acc == nil || len(*acc) < n {
+		a := make([]float64, n)
+		acc = &a
+	}
 	var touched []int32
+	defer func() {
+		for _, doc := range touched {
+			(*acc)[doc] = 0
+		}
+		ix.accs.Put(acc)
+	}()
+	scores := *acc
 	var found []match
 	for _, t := range terms {
 		lex := []byte(t.Lexeme)
@@ -357,16 +372,16 @@ func (ix *Index) Search(terms []Term, model string, depth int, p Params) []Hit {
 					return
 				}
 				norm := p.K1 * (1 - p.B + p.B*float64(ix.doclen[doc])/avgdl)
-				if acc[doc] == 0 {
+				if scores[doc] == 0 {
 					touched = append(touched, int32(doc))
 				}
-				acc[doc] += w * tf / (tf + norm)
+				scores[doc] += w * tf / (tf + norm)
 			})
 		}
 	}
 	h := &scoreHeap{ids: ix.ids}
 	for _, doc := range touched {
-		sc := scored{doc, acc[doc]}
+		sc := scored{doc, scores[doc]}
 		if h.Len() < depth {
 			heap.Push(h, sc)
 		} else if h.better(sc, h.items[0]) {
