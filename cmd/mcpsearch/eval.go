@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/docs"
@@ -72,7 +73,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		}()
 	}
 	start := time.Now()
-	if err := ingestCorpus(ctx, in, conv, ds, cfg.Workers); err != nil {
+	if err := ingestCorpus(ctx, in, conv, ds); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "dataset %s: %d documents ingested in %.1fs into %s, %d judged queries; embedder %s, hybrid vector weight %.3g\n",
@@ -157,25 +158,38 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 	return nil
 }
 
-func ingestCorpus(ctx context.Context, in *docs.Ingester, conv string, ds *eval.Dataset, workers int) error {
-	err := forEach(ctx, len(ds.Corpus), workers, func(i int) error {
+// ingestCorpus stores the corpus's documents as files of conv, several at
+// a time (docs.Ingester.IngestAll), as mcpsearch ingest stores a folder.
+func ingestCorpus(ctx context.Context, in *docs.Ingester, conv string, ds *eval.Dataset) error {
+	i := 0
+	var mu sync.Mutex
+	var failed error
+	err := in.IngestAll(ctx, func() (docs.Upload, bool) {
+		if i == len(ds.Corpus) {
+			return docs.Upload{}, false
+		}
 		d := ds.Corpus[i]
+		i++
 		text := d.Text
 		if d.Title != "" {
 			text = d.Title + "\n\n" + text
 		}
-		_, err := in.Ingest(ctx, conv, d.ID+evalSuffix, "text/plain", []byte(text))
+		return docs.Upload{ConversationID: conv, FileName: d.ID + evalSuffix, MIMEType: "text/plain", Data: []byte(text)}, true
+	}, func(u docs.Upload, _ docs.File, err error) {
 		// A document without words cannot be found; BEIR corpora have a
 		// few, and they do not stop the run.
 		if err != nil && !errors.Is(err, extract.ErrNoText) {
-			return fmt.Errorf("ingest document %s: %w", d.ID, err)
+			mu.Lock()
+			defer mu.Unlock()
+			if failed == nil {
+				failed = fmt.Errorf("ingest document %s: %w", strings.TrimSuffix(u.FileName, evalSuffix), err)
+			}
 		}
-		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return ctx.Err()
+	return failed
 }
 
 // deleteConversation deletes the scratch conversation and purges its rows
