@@ -51,6 +51,9 @@ const (
 	// DefaultPollInterval is how often idle workers look for files to
 	// resume.
 	DefaultPollInterval = 5 * time.Second
+	// DefaultQueueSize is the default of IngestOptions.QueueSize: two
+	// requests of the upload API's 32 files each.
+	DefaultQueueSize = 64
 )
 
 // IngestOptions tunes an Ingester. The zero value is usable.
@@ -73,7 +76,9 @@ type IngestOptions struct {
 	Workers int
 	// QueueSize is how many uploads may be reserved or waiting for a
 	// worker of this Ingester before Reserve and Submit return ErrBusy;
-	// zero means 4 × Workers.
+	// zero means DefaultQueueSize, or 4 × Workers when that is more. The
+	// bytes of a waiting upload are in the database; up to 1 MiB of each
+	// is also kept in memory for this process's workers.
 	QueueSize int
 	// ShutdownTimeout bounds how long Close waits for the files being
 	// processed; zero means DefaultShutdownTimeout. What is left then is
@@ -156,7 +161,7 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 		opts.Workers = DefaultWorkers
 	}
 	if opts.QueueSize <= 0 {
-		opts.QueueSize = 4 * opts.Workers
+		opts.QueueSize = max(DefaultQueueSize, 4*opts.Workers)
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout

@@ -175,22 +175,130 @@ func (in *Ingester) SubmitFile(ctx context.Context, t *Ticket, u Upload) (File, 
 	return in.enqueue(ctx, up)
 }
 
+// SubmitFiles is SubmitFile for the files of one request, stored together
+// in one transaction: one durable write for all of them. Ticket t, from
+// Reserve, holds the first upload's slot; every other upload takes its own
+// and, when the queue has none left, is refused with an error wrapping
+// ErrBusy, unless its bytes are already in the conversation. It returns one
+// file and one error per upload, in order. SubmitFiles always takes over t.
+func (in *Ingester) SubmitFiles(ctx context.Context, t *Ticket, us []Upload) ([]File, []error) {
+	files := make([]File, len(us))
+	errs := make([]error, len(us))
+	if !t.take(in) {
+		for i := range errs {
+			errs[i] = fmt.Errorf("docs: submit: %w: the ticket was already used or released, or comes from another ingester", ErrInvalidArgument)
+		}
+		return files, errs
+	}
+	slots := 1
+	defer func() {
+		for range slots {
+			in.freeSlot()
+		}
+	}()
+	if in.isClosed() {
+		for i := range errs {
+			errs[i] = fmt.Errorf("docs: submit: %w", ErrClosed)
+		}
+		return files, errs
+	}
+	var ups []upload
+	var at []int
+	for i, u := range us {
+		up, err := in.validate(u, false)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ups, at = append(ups, up), append(at, i)
+	}
+	if len(ups) == 0 {
+		return files, errs
+	}
+	dups, err := in.st.duplicates(ctx, ups)
+	if err != nil {
+		for _, i := range at {
+			errs[i] = err
+		}
+		return files, errs
+	}
+	// The files to store, each with a slot but a second copy of the same
+	// bytes, which storeUploads answers as a duplicate.
+	var todo []upload
+	var todoAt []int
+	seen := map[string]bool{}
+	for k, up := range ups {
+		i := at[k]
+		key := up.conversationID + "\x00" + up.sha256
+		if f, ok := dups[key]; ok {
+			files[i] = f
+			continue
+		}
+		if seen[key] {
+			todo, todoAt = append(todo, up), append(todoAt, i)
+			continue
+		}
+		if len(seen) >= slots {
+			if _, err := in.Reserve(); err != nil {
+				errs[i] = fmt.Errorf("docs: submit %s: %w", up.fileName, err)
+				continue
+			}
+			slots++
+		}
+		seen[key] = true
+		todo, todoAt = append(todo, up), append(todoAt, i)
+	}
+	if len(todo) == 0 {
+		return files, errs
+	}
+	stored, err := in.st.storeUploads(ctx, todo)
+	if err != nil {
+		for _, i := range todoAt {
+			errs[i] = err
+		}
+		return files, errs
+	}
+	in.pendingMu.Lock()
+	for k, st := range stored {
+		files[todoAt[k]] = st.file
+		if st.fresh {
+			in.pending[st.file.ID] = st.kept
+			slots--
+		}
+	}
+	in.pendingMu.Unlock()
+	in.wakeWorker()
+	return files, errs
+}
+
 // enqueue stores a validated upload holding a slot and queues it; the slot
 // is given back unless the file is queued.
 func (in *Ingester) enqueue(ctx context.Context, up upload) (File, error) {
-	f, fresh, kept, err := in.st.storeUpload(ctx, up)
-	if err != nil || !fresh {
+	stored, err := in.st.storeUploads(ctx, []upload{up})
+	if err != nil || !stored[0].fresh {
 		in.freeSlot()
-		return f, err
+		return stored0(stored).file, err
 	}
 	in.pendingMu.Lock()
-	in.pending[f.ID] = kept
+	in.pending[stored[0].file.ID] = stored[0].kept
 	in.pendingMu.Unlock()
+	in.wakeWorker()
+	return stored[0].file, nil
+}
+
+func stored0(s []storedUpload) storedUpload {
+	if len(s) == 0 {
+		return storedUpload{}
+	}
+	return s[0]
+}
+
+// wakeWorker tells an idle worker that files were submitted.
+func (in *Ingester) wakeWorker() {
 	select {
 	case in.wake <- struct{}{}:
 	default:
 	}
-	return f, nil
 }
 
 // work claims and processes files until Close.

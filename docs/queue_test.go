@@ -359,3 +359,67 @@ func TestSubmitFileWithTheSpoolersDigest(t *testing.T) {
 	}
 	checkStats(t, s.Pool(), "digest")
 }
+
+// TestSubmitFilesStoresARequestTogether submits the files of one request
+// at once: they are stored in one transaction, a file already in the
+// conversation and a file sent twice come back as duplicates without a
+// slot, and the files the queue has no room for are refused with ErrBusy.
+func TestSubmitFilesStoresARequestTogether(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	gate := newGatedEmbedder(t)
+	s := openStore(t, url, gate, IngestOptions{Workers: 1, QueueSize: 4, PollInterval: time.Hour})
+	ctx := context.Background()
+	old := []byte("an older note about the quokka")
+	first, err := s.Submit(ctx, "req", "old.txt", "", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gate.started // the only worker holds it: its slot is free again
+	var ups []Upload
+	ups = append(ups, Upload{ConversationID: "req", FileName: "old-again.txt", Data: old})
+	for i := range 5 {
+		ups = append(ups, Upload{ConversationID: "req", FileName: fmt.Sprintf("%d.txt", i), Data: []byte(fmt.Sprintf("note %d %s", i, prose(uint64(300+i), 20)))})
+	}
+	ups = append(ups, Upload{ConversationID: "req", FileName: "twice.txt", Data: ups[1].Data})
+	tk, err := s.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, errs := s.SubmitFiles(ctx, tk, ups)
+	if !files[0].Duplicate || files[0].ID != first.ID || errs[0] != nil {
+		t.Errorf("a file already in the conversation = %+v, %v; want it as a duplicate", files[0], errs[0])
+	}
+	accepted, busy := 0, 0
+	for i := 1; i <= 5; i++ {
+		switch {
+		case errs[i] == nil && files[i].Status == StatusProcessing && !files[i].Duplicate:
+			accepted++
+		case errors.Is(errs[i], ErrBusy):
+			busy++
+		default:
+			t.Errorf("upload %d = %+v, %v", i, files[i], errs[i])
+		}
+	}
+	// The queue holds 4: the request's ticket and three more.
+	if accepted != 4 || busy != 1 {
+		t.Errorf("%d accepted, %d refused as busy; want 4 and 1", accepted, busy)
+	}
+	if !files[6].Duplicate || files[6].ID != files[1].ID {
+		t.Errorf("the same bytes twice in a request = %+v; want the first's file as a duplicate", files[6])
+	}
+	if q := s.IngestStats().Queued; q != 4 {
+		t.Errorf("Queued = %d after the request; want 4", q)
+	}
+	close(gate.release)
+	s.Ingester.wakeWorker()
+	for _, f := range waitFiles(t, s, "req", 5) {
+		if f.Status != StatusReady {
+			t.Errorf("file %s = %s; want ready", f.FileName, f.Status)
+		}
+	}
+	checkStats(t, s.Pool(), "req")
+	if q := s.IngestStats().Queued; q != 0 {
+		t.Errorf("Queued = %d once every file is processed; want 0", q)
+	}
+}

@@ -476,58 +476,99 @@ func (s *Store) duplicate(ctx context.Context, q querier, up upload) (File, erro
 	return f, err
 }
 
-// storeUpload records an upload as processing, for a worker to take,
-// together with its bytes, in one transaction, and reports fresh when it
-// must be processed; a duplicate stores nothing. The bytes are read once,
-// from the spool file or memory, on their way to the database, and checked
-// against the digest validation took; a small upload's bytes are also
-// returned, kept for a worker of this process.
-func (s *Store) storeUpload(ctx context.Context, up upload) (File, bool, []byte, error) {
+// storedUpload is what storeUploads made of an upload: its file, whether
+// it must be processed (not a duplicate), and its bytes when they were
+// kept for a worker of this process.
+type storedUpload struct {
+	file  File
+	fresh bool
+	kept  []byte
+}
+
+// storeUploads records uploads as processing, for workers to take, together
+// with their bytes, in one transaction: one durable write for the files of
+// a request. A file whose bytes the conversation already holds is returned
+// as a duplicate and stores nothing, as is a second upload of the same
+// bytes in the batch. The bytes are read once, from the spool file or
+// memory, on their way to the database, and checked against the digest
+// validation took; a small upload's bytes are also returned, kept for a
+// worker of this process.
+func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return File{}, false, nil, dbError("docs: record upload", err)
+		return nil, dbError("docs: record upload", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	seq, err := nextWrite(ctx, tx)
 	if err != nil {
-		return File{}, false, nil, err
+		return nil, err
 	}
-	rec, err := recordFiles(ctx, tx, []newFile{{up: up, status: StatusProcessing}}, seq)
+	out := make([]storedUpload, len(ups))
+	type key struct{ conv, sha string }
+	first := map[key]int{}
+	var files []newFile
+	var at []int
+	for i, up := range ups {
+		k := key{up.conversationID, up.sha256}
+		if _, ok := first[k]; ok {
+			continue
+		}
+		first[k] = i
+		files, at = append(files, newFile{up: up, status: StatusProcessing}), append(at, i)
+	}
+	recs, err := recordFiles(ctx, tx, files, seq)
 	if err != nil {
-		return File{}, false, nil, err
+		return nil, err
 	}
-	if rec[0].existing {
-		return rec[0].file, false, nil, nil
+	ds := deltas{}
+	var convs []string
+	for j, rec := range recs {
+		i := at[j]
+		out[i].file = rec.file
+		if rec.existing {
+			continue
+		}
+		up := ups[i]
+		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, rec.file.ID); err != nil {
+			return nil, dbError("docs: store upload", err)
+		}
+		kept, err := copyBytes(ctx, tx, rec.file.ID, up)
+		if err != nil {
+			return nil, err
+		}
+		out[i].fresh, out[i].kept = true, kept
+		d := ds.of(up.conversationID)
+		d.uploads++
+		d.move(rec.from, StatusProcessing)
+		convs = append(convs, up.conversationID)
 	}
-	f := rec[0].file
-	if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, f.ID); err != nil {
-		return File{}, false, nil, dbError("docs: store upload", err)
+	for i, up := range ups {
+		if j := first[key{up.conversationID, up.sha256}]; j != i {
+			out[i].file = out[j].file
+			out[i].file.Duplicate = true
+		}
 	}
-	kept, err := copyBytes(ctx, tx, f.ID, up)
-	if err != nil {
-		return File{}, false, nil, err
-	}
-	floors, err := lockConversations(ctx, tx, []string{up.conversationID})
-	if err != nil {
-		return File{}, false, nil, err
-	}
-	if seq <= floors[up.conversationID] {
-		return File{}, false, nil, fmt.Errorf("docs: upload %s: %w: the conversation was deleted meanwhile; upload the file again", up.fileName, ErrBusy)
-	}
-	d := deltas{}
-	cd := d.of(up.conversationID)
-	cd.uploads++
-	cd.move(rec[0].from, StatusProcessing)
-	if _, err := applyDeltas(ctx, tx, d); err != nil {
-		return File{}, false, nil, err
+	if len(convs) > 0 {
+		floors, err := lockConversations(ctx, tx, convs)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range convs {
+			if seq <= floors[c] {
+				return nil, fmt.Errorf("docs: upload to %s: %w: the conversation was deleted meanwhile; upload the files again", c, ErrBusy)
+			}
+		}
+		if _, err := applyDeltas(ctx, tx, ds); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return File{}, false, nil, dbError("docs: store upload", err)
+		return nil, dbError("docs: store upload", err)
 	}
-	return f, true, kept, nil
+	return out, nil
 }
 
-// keepBytes is the largest upload whose bytes storeUpload keeps for a
+// keepBytes is the largest upload whose bytes storeUploads keeps for a
 // worker of the same process, which then does not read them back.
 const keepBytes = 1 << 20
 

@@ -84,7 +84,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	// per-file check below gives the precise 413.
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxFileBytes*maxFilesPerUpload+1<<20)
 	// A body the queue cannot take is refused before it is read: its
-	// first file has a slot, later ones take theirs as they come.
+	// first file has a slot, later ones take theirs when they are stored.
 	ticket, err := s.deps.Ingest.Reserve()
 	if err != nil {
 		writeError(w, r, err)
@@ -98,13 +98,20 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	var out uploadResponse
 	var firstRefusal *ToolError
-	refuse := func(name string, err error) {
+	refusal := func(err error) *ToolError {
 		te := classifyRequest(r, err)
 		if firstRefusal == nil {
 			firstRefusal = te
 		}
-		out.Files = append(out.Files, uploadedFile{FileInfo: FileInfo{FileName: name}, Result: uploadRefused, Refusal: te})
+		return te
 	}
+	refuse := func(name string, err error) {
+		out.Files = append(out.Files, uploadedFile{FileInfo: FileInfo{FileName: name}, Result: uploadRefused, Refusal: refusal(err)})
+	}
+	// The parts are read first, then stored together: one transaction for
+	// the files of the request.
+	var ups []docs.Upload
+	var at []int
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -146,23 +153,24 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 			refuse(cmp.Or(name, up.Source), err)
 			continue
 		}
-		var f docs.File
-		if ticket != nil && !isURL {
-			f, err = s.deps.Ingest.SubmitFile(r.Context(), ticket, up)
-			ticket = nil
-		} else {
-			// Duplicates are answered even when the queue is full.
-			f, err = s.deps.Ingest.SubmitUpload(r.Context(), up)
+		ups, at = append(ups, up), append(at, len(out.Files))
+		out.Files = append(out.Files, uploadedFile{FileInfo: FileInfo{FileName: cmp.Or(up.Source, name)}})
+	}
+	if len(ups) > 0 {
+		// Duplicates are answered even when the queue is full.
+		files, errs := s.deps.Ingest.SubmitFiles(r.Context(), ticket, ups)
+		for k, i := range at {
+			if errs[k] != nil {
+				out.Files[i].Result, out.Files[i].Refusal = uploadRefused, refusal(errs[k])
+				continue
+			}
+			f := files[k]
+			res := uploadedFile{FileInfo: fileInfo(f), Result: uploadAccepted, Duplicate: f.Duplicate}
+			if f.Duplicate {
+				res.Result = uploadDuplicate
+			}
+			out.Files[i] = res
 		}
-		if err != nil {
-			refuse(cmp.Or(up.Source, name), err)
-			continue
-		}
-		res := uploadedFile{FileInfo: fileInfo(f), Result: uploadAccepted, Duplicate: f.Duplicate}
-		if f.Duplicate {
-			res.Result = uploadDuplicate
-		}
-		out.Files = append(out.Files, res)
 	}
 	switch {
 	case len(out.Files) == 0:

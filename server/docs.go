@@ -139,11 +139,11 @@ type Documents interface {
 
 // Uploads takes uploaded files into the ingestion pipeline (docs.Ingester).
 type Uploads interface {
-	SubmitUpload(ctx context.Context, u docs.Upload) (docs.File, error)
 	// Reserve takes a queue slot before a body is read (ErrBusy when none
-	// is free); SubmitFile then stores an upload spooled to a file.
+	// is free); SubmitFiles then stores the request's uploads, spooled to
+	// files or fetched, in one transaction.
 	Reserve() (*docs.Ticket, error)
-	SubmitFile(ctx context.Context, t *docs.Ticket, u docs.Upload) (docs.File, error)
+	SubmitFiles(ctx context.Context, t *docs.Ticket, us []docs.Upload) ([]docs.File, []error)
 	IngestStats() docs.IngestStats
 }
 
