@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -457,14 +458,21 @@ func (in *Ingester) run(files []File, attempts []int, kept map[string][]byte, c 
 		}
 		return
 	}
+	// Handed to the committer together, so that they share transactions.
+	var settled sync.WaitGroup
 	for _, it := range todo {
-		if err := in.commits.commit(it); err != nil {
+		settled.Add(1)
+		err := in.commits.submit(it, func(it *commitItem) {
+			defer settled.Done()
+			in.settled(it, start)
+			in.logOutcome(it)
+		})
+		if err != nil {
 			// Closed meanwhile: the claim is released below.
-			continue
+			settled.Done()
 		}
-		in.settled(it, start)
-		in.logOutcome(it)
 	}
+	settled.Wait()
 	stop()
 	// Whatever the claim still holds (a commit refused at shutdown) is
 	// left for the next process.
@@ -569,6 +577,12 @@ func (s *Store) loadBytes(ctx context.Context, files []File, ids []string) (map[
 	for id, data := range out {
 		if int64(len(data)) != size[id] {
 			delete(out, id)
+		}
+	}
+	// An empty upload has no piece.
+	for _, id := range ids {
+		if _, ok := out[id]; !ok && size[id] == 0 {
+			out[id] = []byte{}
 		}
 	}
 	return out, nil

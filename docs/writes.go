@@ -521,26 +521,36 @@ func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload,
 		return nil, err
 	}
 	ds := deltas{}
-	var convs []string
+	var convs, ids []string
+	var fresh []int
 	for j, rec := range recs {
 		i := at[j]
 		out[i].file = rec.file
 		if rec.existing {
 			continue
 		}
-		up := ups[i]
-		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = $1`, rec.file.ID); err != nil {
+		fresh, ids = append(fresh, i), append(ids, rec.file.ID)
+		d := ds.of(ups[i].conversationID)
+		d.uploads++
+		d.move(rec.from, StatusProcessing)
+		convs = append(convs, ups[i].conversationID)
+	}
+	if len(fresh) > 0 {
+		// Bytes a failed file of the same digest left, if any.
+		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = ANY($1::uuid[])`, ids); err != nil {
 			return nil, dbError("docs: store upload", err)
 		}
-		kept, err := copyBytes(ctx, tx, rec.file.ID, up)
+		batch := make([]upload, len(fresh))
+		for k, i := range fresh {
+			batch[k] = ups[i]
+		}
+		kept, err := copyBytes(ctx, tx, ids, batch)
 		if err != nil {
 			return nil, err
 		}
-		out[i].fresh, out[i].kept = true, kept
-		d := ds.of(up.conversationID)
-		d.uploads++
-		d.move(rec.from, StatusProcessing)
-		convs = append(convs, up.conversationID)
+		for k, i := range fresh {
+			out[i].fresh, out[i].kept = true, kept[k]
+		}
 	}
 	for i, up := range ups {
 		if j := first[key{up.conversationID, up.sha256}]; j != i {
@@ -572,55 +582,97 @@ func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload,
 // worker of the same process, which then does not read them back.
 const keepBytes = 1 << 20
 
-// copyBytes streams an upload's bytes into file_bytes in pieces, hashing
-// them as they go, and returns them when they are at most keepBytes.
-func copyBytes(ctx context.Context, tx pgx.Tx, fileID string, up upload) ([]byte, error) {
-	r, done, err := up.open()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	h := sha256.New()
-	r = io.TeeReader(r, h)
-	var kept []byte
-	if up.size <= keepBytes {
-		kept = make([]byte, 0, up.size)
-	}
+// copyBytes streams uploads' bytes into file_bytes in pieces, in one COPY,
+// file ids[i] holding ups[i]'s, hashing each file as it goes, and returns
+// each upload's bytes when they are at most keepBytes.
+func copyBytes(ctx context.Context, tx pgx.Tx, ids []string, ups []upload) ([][]byte, error) {
+	kept := make([][]byte, len(ups))
 	buf := make([]byte, pieceBytes)
+	// The upload being read: its reader, digest, piece number and total.
+	cur := -1
+	var r io.Reader
+	var closeCur func()
+	h := sha256.New()
 	var seq int
 	var total int64
 	var readErr error
+	finish := func() error {
+		if closeCur != nil {
+			closeCur()
+			closeCur = nil
+		}
+		up := ups[cur]
+		if total != up.size || hex.EncodeToString(h.Sum(nil)) != up.sha256 {
+			return fmt.Errorf("docs: %w: upload %s changed while it was stored", ErrInvalidArgument, up.fileName)
+		}
+		return nil
+	}
+	open := func() error {
+		cur++
+		h.Reset()
+		seq, total = 0, 0
+		rd, done, err := ups[cur].open()
+		if err != nil {
+			return err
+		}
+		r, closeCur = io.TeeReader(rd, h), done
+		if ups[cur].size <= keepBytes {
+			kept[cur] = make([]byte, 0, ups[cur].size)
+		}
+		return nil
+	}
+	defer func() {
+		if closeCur != nil {
+			closeCur()
+		}
+	}()
 	// CopyFrom encodes each row before asking for the next, so one buffer
 	// serves every piece.
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"file_id", "seq", "data"},
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"file_id", "seq", "data"},
 		pgx.CopyFromFunc(func() ([]any, error) {
-			n, err := io.ReadFull(r, buf)
-			if n == 0 {
+			for {
+				if cur < 0 {
+					if readErr = open(); readErr != nil {
+						return nil, readErr
+					}
+				}
+				n, err := io.ReadFull(r, buf)
+				if n > 0 {
+					if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+						readErr = err
+						return nil, err
+					}
+					seq++
+					total += int64(n)
+					if kept[cur] != nil && total <= keepBytes {
+						kept[cur] = append(kept[cur], buf[:n]...)
+					}
+					return []any{ids[cur], seq - 1, buf[:n]}, nil
+				}
 				if !errors.Is(err, io.EOF) {
 					readErr = err
 					return nil, err
 				}
-				return nil, nil
+				// This upload is done: check it, then go on to the next.
+				if readErr = finish(); readErr != nil {
+					return nil, readErr
+				}
+				if cur == len(ups)-1 {
+					return nil, nil
+				}
+				if readErr = open(); readErr != nil {
+					return nil, readErr
+				}
 			}
-			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-				readErr = err
-				return nil, err
-			}
-			seq++
-			total += int64(n)
-			if kept != nil && total <= keepBytes {
-				kept = append(kept, buf[:n]...)
-			}
-			return []any{fileID, seq - 1, buf[:n]}, nil
 		}))
 	if readErr != nil {
-		return nil, fmt.Errorf("docs: read upload %s: %w", up.fileName, readErr)
+		if errors.Is(readErr, ErrInvalidArgument) {
+			return nil, readErr
+		}
+		return nil, fmt.Errorf("docs: read upload %s: %w", ups[cur].fileName, readErr)
 	}
 	if err != nil {
 		return nil, dbError("docs: store upload", err)
-	}
-	if total != up.size || hex.EncodeToString(h.Sum(nil)) != up.sha256 {
-		return nil, fmt.Errorf("docs: %w: upload %s changed while it was stored", ErrInvalidArgument, up.fileName)
 	}
 	return kept, nil
 }
