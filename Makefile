@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean
+.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench extract-fixtures fmt vet clean
 
 # What the binary is built from (migrations are embedded), so that make
 # install rebuilds only when the binary is older than its sources.
@@ -66,6 +66,12 @@ interop-deps:
 bench:
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Regenerate the documents and reference texts docs/extract's comparison
+# tests read, from the sources in docs/extract/testdata/formats/src (needs
+# pandoc, LibreOffice, poppler-utils, img2pdf and unzip; tests only compare).
+extract-fixtures:
+	bash scripts/extract-fixtures.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -43,7 +43,8 @@ func readPresentation(t *ticker, b *textdoc.Builder, st *styles, pres *xmlsafe.N
 			l.write(b)
 		}
 		if len(s.notes) > 0 {
-			b.Block("Notes:")
+			b.EndBlock()
+		b.Line("Notes:")
 			for _, l := range s.notes {
 				l.write(b)
 			}
@@ -76,7 +77,7 @@ func (l slideLine) write(b *textdoc.Builder) {
 	case l.item:
 		b.Line(strings.Repeat("  ", max(l.depth-1, 0)) + "- " + l.text)
 	default:
-		b.Line(l.text)
+		b.Block(l.text)
 	}
 }
 
@@ -95,7 +96,9 @@ func (s *slide) shape(k *xmlsafe.Node, st *styles, notes bool) {
 	}
 	switch k.Name.Local {
 	case "frame":
-		if notes && class != "notes" {
+		// A notes page holds the notes in its notes frame, or in a plain
+		// text frame.
+		if notes && class != "notes" && class != "" {
 			return
 		}
 		if tbl := k.Child("table"); tbl != nil {

@@ -69,6 +69,7 @@ func writeSlide(a *archive.Archive, b *textdoc.Builder, n int, part string) erro
 	}
 	var s slideText
 	s.shapes(root.Child("cSld").Child("spTree"), false)
+	s.guessTitle()
 	rels, err := readRels(a, part)
 	if err != nil {
 		return err
@@ -95,7 +96,8 @@ func writeSlide(a *archive.Archive, b *textdoc.Builder, n int, part string) erro
 		writeSlideBlock(b, bl)
 	}
 	if len(notes.blocks) > 0 {
-		b.Block("Notes:")
+		b.EndBlock()
+		b.Line("Notes:")
 		for _, bl := range notes.blocks {
 			writeSlideBlock(b, bl)
 		}
@@ -110,7 +112,7 @@ func writeSlideBlock(b *textdoc.Builder, bl block) {
 	case blockItem:
 		b.Line(strings.Repeat("  ", bl.level) + bl.marker + " " + bl.text)
 	default:
-		b.Line(bl.text)
+		b.Block(bl.text)
 	}
 }
 
@@ -118,6 +120,40 @@ func writeSlideBlock(b *textdoc.Builder, bl block) {
 type slideText struct {
 	title  []string
 	blocks []block
+	// boxes are the text shapes that are not placeholders, for guessing
+	// the title of a slide that has no title placeholder.
+	boxes []textBox
+}
+
+// textBox is a text shape: its vertical offset and the block it wrote.
+type textBox struct {
+	y     int64
+	block int
+	paras int
+}
+
+// guessTitle takes for title, on a slide without a title placeholder,
+// the text box at the top when it holds one short paragraph, as slides
+// made from a blank layout have it.
+func (s *slideText) guessTitle() {
+	if len(s.title) > 0 || len(s.boxes) == 0 {
+		return
+	}
+	top := s.boxes[0]
+	for _, b := range s.boxes[1:] {
+		if b.y < top.y {
+			top = b
+		}
+	}
+	if top.y < 0 || top.paras != 1 || top.block >= len(s.blocks) {
+		return
+	}
+	bl := s.blocks[top.block]
+	if bl.kind != blockPara || len([]rune(bl.text)) > 120 {
+		return
+	}
+	s.title = []string{bl.text}
+	s.blocks = append(s.blocks[:top.block], s.blocks[top.block+1:]...)
 }
 
 // placeholders whose text is not the slide's own: the date, footer and
@@ -142,8 +178,9 @@ func (s *slideText) shapes(tree *xmlsafe.Node, notes bool) {
 			if skippedPlaceholders[typ] {
 				continue
 			}
-			// A notes page holds the notes in its body placeholder.
-			if notes && typ != "body" {
+			// A notes page holds the notes in its body placeholder, or in
+			// a plain text box.
+			if notes && typ != "body" && typ != "none" {
 				continue
 			}
 			paras := paragraphs(k.Child("txBody"))
@@ -152,6 +189,13 @@ func (s *slideText) shapes(tree *xmlsafe.Node, notes bool) {
 					s.title = append(s.title, p.text)
 				}
 				continue
+			}
+			if ph == nil && !notes && len(paras) > 0 {
+				y, err := strconv.ParseInt(k.Child("spPr").Child("xfrm").Child("off").A("y"), 10, 64)
+				if err != nil {
+					y = -1
+				}
+				s.boxes = append(s.boxes, textBox{y: y, block: len(s.blocks), paras: len(paras)})
 			}
 			// Body placeholders are bulleted lists by default.
 			bulleted := ph != nil && (typ == "" || typ == "body" || typ == "obj") && !notes
