@@ -158,6 +158,8 @@ func (s *splitter) split() []Chunk {
 		cut := n
 		if start+s.opts.Size < n {
 			cut = s.findCut(start, prevCut)
+		} else if b := s.firstBreak(start, n); b > 0 {
+			cut = b
 		}
 		end := cut
 		for end > start && isSpace(s.runes[end-1]) {

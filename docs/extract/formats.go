@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/archive"
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/cfb"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/delimited"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/epub"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/odf"
@@ -39,6 +40,11 @@ func (l Limits) readerOptions() textdoc.Options {
 // whatever type it was declared as: a .docx that holds a workbook is read
 // as a workbook.
 func (l Limits) extractContainer(ctx context.Context, data []byte) (*Document, error) {
+	if bytes.HasPrefix(data, []byte(cfb.Signature)) {
+		// A legacy or encrypted file named as its modern kind.
+		_, err := l.Detect("", "", bytes.NewReader(data), int64(len(data)))
+		return nil, err
+	}
 	a, err := archive.Open(bytes.NewReader(data), int64(len(data)), l.archiveLimits())
 	if err != nil {
 		return nil, containerError(err)

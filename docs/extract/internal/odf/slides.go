@@ -44,7 +44,7 @@ func readPresentation(t *ticker, b *textdoc.Builder, st *styles, pres *xmlsafe.N
 		}
 		if len(s.notes) > 0 {
 			b.EndBlock()
-		b.Line("Notes:")
+			b.Line("Notes:")
 			for _, l := range s.notes {
 				l.write(b)
 			}

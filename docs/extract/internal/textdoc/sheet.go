@@ -65,6 +65,7 @@ func (s *Sheet) Row(num, col int, cells []string) bool {
 	}
 	if s.header == nil {
 		s.header, s.headerRow, s.headerCol = cells, num, col
+		s.size = s.head()
 		return true
 	}
 	n := rowSize(cells)
@@ -120,7 +121,17 @@ func (s *Sheet) flush() {
 	}
 	s.b.EndBlock()
 	s.blocks++
-	s.rows, s.size = s.rows[:0], 0
+	s.rows, s.size = s.rows[:0], s.head()
+}
+
+// head estimates the runes a block spends before its rows: the sheet's
+// heading for the first block, the header row and the rule under it.
+func (s *Sheet) head() int {
+	n := rowSize(s.header) + 4*len(s.header) + 2
+	if s.blocks == 0 && s.name != "" {
+		n += len("## Sheet: ") + utf8.RuneCountInString(s.name) + 2
+	}
+	return n
 }
 
 // spread places cells starting at column col in a row of width columns
