@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,8 +132,10 @@ func Detect(fileName, declaredMIME string, r io.ReaderAt, size int64) (string, e
 }
 
 // Detect is the package's Detect, which with l.OCR set to an engine that
-// is not off also accepts PNG, JPEG and TIFF images (MIMEPNG, MIMEJPEG,
-// MIMETIFF), read through OCR.
+// can run (not off, tesseract found) also accepts PNG, JPEG and TIFF
+// images (MIMEPNG, MIMEJPEG, MIMETIFF), read through OCR; with an engine
+// that cannot, it refuses them saying why ("reading images needs OCR: OCR
+// is off").
 func (l Limits) Detect(fileName, declaredMIME string, r io.ReaderAt, size int64) (string, error) {
 	head := make([]byte, min(size, SniffLen))
 	n, err := r.ReadAt(head, 0)
@@ -155,7 +158,10 @@ func (l Limits) Detect(fileName, declaredMIME string, r io.ReaderAt, size int64)
 		}
 		return "", fmt.Errorf("%w: %s", ErrUnsupported, cfbAdvice(cfb.Classify(names)))
 	}
-	if mt := imageMIME(head); mt != "" && l.OCR.Enabled() {
+	if mt := imageMIME(head); mt != "" && l.OCR != nil {
+		if err := l.OCR.Available(context.Background(), false); err != nil {
+			return "", fmt.Errorf("%w: %s image: reading images needs OCR: %s", ErrUnsupported, imageKind(head), unavailableReason(err))
+		}
 		return mt, nil
 	}
 	return DetectType(fileName, declaredMIME, head)

@@ -205,7 +205,7 @@ func (l Limits) recognisePages(ctx context.Context, data []byte, need []int, tex
 	for i, n := range need {
 		if i >= maxPages {
 			r.Needed = append(r.Needed, need[i:]...)
-			failures = append(failures, fmt.Sprintf("over the limit of %d pages recognised per document", maxPages))
+			failures = append(failures, fmt.Sprintf("OCR reads at most %d pages of a document (the OCR page limit)", maxPages))
 			break
 		}
 		text, err := doc.Page(ctx, n)
