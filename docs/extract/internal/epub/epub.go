@@ -254,8 +254,8 @@ func parseHTML(a *archive.Archive, name string) (*html.Node, error) {
 
 // writeChapter writes one chapter: its text, with a span for the chapter
 // (heading path: its title) and one for each heading inside it. A chapter
-// without headings whose title comes from the table of contents gets that
-// title as its heading.
+// that does not open with its title (as given by the table of contents)
+// gets it as a heading first.
 func writeChapter(a *archive.Archive, b *textdoc.Builder, name, title string) error {
 	if !a.Has(name) {
 		return nil
@@ -281,13 +281,14 @@ func writeChapter(a *archive.Archive, b *textdoc.Builder, name, title string) er
 	if title != "" {
 		prefix = []string{title}
 	}
-	if len(headings) == 0 && title != "" {
-		b.Locate(textdoc.Location{Headings: prefix}, false)
-		b.Heading(1, title)
-		b.Block(text)
-		return nil
-	}
 	spans := []textdoc.Span{{Loc: textdoc.Location{Headings: prefix}}}
+	if title != "" && !strings.HasPrefix(text, title) {
+		// The chapter does not open with its title: it is written as a
+		// heading, starting the chapter's span.
+		b.Locate(spans[0].Loc, false)
+		b.Heading(1, title)
+		spans = spans[:0]
+	}
 	var o textdoc.Outline
 	for i, h := range headings {
 		path := o.Enter(h.Level, h.Title)

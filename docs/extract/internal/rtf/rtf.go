@@ -28,7 +28,7 @@ const maxDepth = 512
 
 // skipped are the destinations whose content is not text.
 var skipped = map[string]bool{
-	"fonttbl": true, "colortbl": true, "info": true, "pict": true, "object": true,
+	"fonttbl": true, "colortbl": true, "info": true, "pict": true, "objdata": true, "objclass": true, "objname": true,
 	"themedata": true, "colorschememapping": true, "datastore": true, "latentstyles": true,
 	"xmlnstbl": true, "listtable": true, "listoverridetable": true, "rsidtbl": true,
 	"generator": true, "filetbl": true, "revtbl": true, "mmathPr": true, "pgdsctbl": true,

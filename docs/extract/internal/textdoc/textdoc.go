@@ -254,9 +254,9 @@ type Options struct {
 }
 
 // BlockWithSpans writes text, whose own spans are spans (in rune offsets
-// of text, in order), as a block: a chapter read by another reader. The
-// spans replace any pending location. Text that needs cleaning keeps only
-// its first span's location.
+// of text, in order), as a block: a chapter read by another reader. A span
+// at offset 0 starts the block's span; without one the text continues the
+// span before it. Text that needs cleaning keeps only its first span.
 func (b *Builder) BlockWithSpans(text string, spans []Span) {
 	text = strings.TrimSpace(text)
 	if b.err != nil || text == "" {
@@ -268,20 +268,22 @@ func (b *Builder) BlockWithSpans(text string, spans []Span) {
 			spans = []Span{{Loc: spans[0].Loc}}
 		}
 	}
-	b.pending = nil
-	if len(spans) > 0 {
+	// A first span at the text's start begins there; without one, the
+	// text continues the span before it (a heading written just before).
+	if len(spans) > 0 && spans[0].Start == 0 {
 		b.Locate(spans[0].Loc, spans[0].Break)
+		spans = spans[1:]
 	}
 	start := b.runes
 	if b.runes > 0 {
 		start += max(2, b.owed)
 	}
 	b.write(text, 2, 2)
-	if b.err != nil || len(spans) < 2 {
+	if b.err != nil || len(spans) == 0 || len(b.spans) == 0 {
 		return
 	}
 	n := utf8.RuneCountInString(text)
-	for _, s := range spans[1:] {
+	for _, s := range spans {
 		if s.Start <= 0 || s.Start >= n {
 			continue
 		}
