@@ -81,7 +81,7 @@ func TestDOCX(t *testing.T) {
 		p(r("Anchor")+`<w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent>`+p(r("In the box"))+`</w:txbxContent></w:drawing></mc:Choice><mc:Fallback><w:pict><w:txbxContent>`+p(r("In the box"))+`</w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r>`) +
 		styled("Kop2", r("Details")) +
 		item("5", "0", "first") + item("5", "1", "sub") + item("5", "1", "sub two") + item("5", "0", "second") + item("6", "0", "bullet") +
-		`<w:tbl><w:tr><w:tc>`+p(r("Name"))+`</w:tc><w:tc>`+p(r("Value"))+`</w:tc></w:tr><w:tr><w:tc>`+p(r("a|b"))+`</w:tc><w:tc><w:tbl><w:tr><w:tc>`+p(r("x"))+`</w:tc><w:tc>`+p(r("y"))+`</w:tc></w:tr></w:tbl></w:tc></w:tr></w:tbl>` +
+		`<w:tbl><w:tr><w:tc>` + p(r("Name")) + `</w:tc><w:tc>` + p(r("Value")) + `</w:tc></w:tr><w:tr><w:tc>` + p(r("a|b")) + `</w:tc><w:tc><w:tbl><w:tr><w:tc>` + p(r("x")) + `</w:tc><w:tc>` + p(r("y")) + `</w:tc></w:tr></w:tbl></w:tc></w:tr></w:tbl>` +
 		styled("Mine", r("Custom")) + p(r("Last words.")) +
 		`<w:p><w:pPr><w:pStyle w:val="berschrift1"/><w:outlineLvl w:val="9"/></w:pPr>` + r("Not a heading") + `</w:p>` +
 		`<w:sectPr><w:headerReference r:id="rA"/></w:sectPr>`
