@@ -114,7 +114,7 @@ func TestMeasures(t *testing.T) {
 }
 
 // readFixture returns the bytes of a fixture file.
-func readFixture(t *testing.T, name string) []byte {
+func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(formatsDir, name))
 	if err != nil {

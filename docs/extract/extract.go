@@ -170,19 +170,26 @@ func (l Limits) Check(size int64) error {
 }
 
 // Extract returns the text of data, which has the media type mimeType as
-// returned by DetectType (parameters such as charset are ignored).
+// returned by DetectType or Detect (parameters such as charset are
+// ignored).
 //
 // Plain text and Markdown are kept verbatim apart from repairs; HTML yields its
 // visible text, one paragraph per block element; PDF yields the text of every
 // page, pages numbered from 1, without the running headers and footers (a
 // title, a chapter name, a page number) repeated at the top or bottom of
-// most pages, so that passages read on across page ends. All formats are repaired rather than rejected
-// for encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
+// most pages, so that passages read on across page ends, and, with an OCR
+// engine in Limits, the recognised text of pages without a text layer.
+// Office documents (DOCX, PPTX, XLSX), OpenDocument files, EPUB e-books,
+// CSV/TSV and RTF files yield light Markdown (see Document.Text), ZIP-based
+// ones read as what their content is whatever mimeType says. Images are
+// read through OCR only. All formats are repaired rather than rejected for
+// encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
 // line endings are normalised to "\n".
 //
 // Errors wrap ErrUnsupported, ErrNoText, ErrCorrupt or ErrTooLarge, or are
 // ctx's error when ctx ends during extraction. Their messages are clean as
-// CleanMessage makes them, whatever bytes the file holds.
+// CleanMessage makes them, whatever bytes the file holds. A panic in a
+// reader fails the file with ErrCorrupt.
 //
 // Extract uses the default Limits; Limits.Extract takes others.
 func Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
@@ -216,15 +223,13 @@ func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (doc 
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty file", ErrNoText)
 	}
-	if mt != MIMEPDF {
-		// The PDF engine isolates its own panics; the other readers run
-		// here, and a panic in one must fail the file, not the caller.
-		defer func() {
-			if v := recover(); v != nil {
-				doc, err = nil, fmt.Errorf("%w: internal error while reading the file: %v", ErrCorrupt, v)
-			}
-		}()
-	}
+	// The PDF engine isolates its own panics; the other readers run here,
+	// and a panic in one must fail the file, not the caller.
+	defer func() {
+		if v := recover(); v != nil {
+			doc, err = nil, fmt.Errorf("%w: internal error while reading the file: %v", ErrCorrupt, v)
+		}
+	}()
 	switch mt {
 	case MIMEPDF:
 		doc, err = l.extractPDF(ctx, data)

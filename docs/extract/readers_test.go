@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ const wNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/ma
 
 // wordDoc builds a Word document from the body of document.xml and its
 // other parts, with the relationships the parts need.
-func wordDoc(t *testing.T, body string, parts map[string]string) []byte {
+func wordDoc(t testing.TB, body string, parts map[string]string) []byte {
 	t.Helper()
 	rels := `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">`
 	types := map[string]string{"styles": "styles.xml", "numbering": "numbering.xml", "footnotes": "footnotes.xml",
@@ -145,7 +146,7 @@ ACME Confidential`
 
 // pptx builds a presentation whose slides are listed in presentation.xml
 // in the order of order (part names slide1.xml, slide2.xml, ...).
-func pptxDoc(t *testing.T, slides []string, order []int, notes map[int]string) []byte {
+func pptxDoc(t testing.TB, slides []string, order []int, notes map[int]string) []byte {
 	t.Helper()
 	const pNS = `xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"`
 	rels := `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">`
@@ -155,7 +156,7 @@ func pptxDoc(t *testing.T, slides []string, order []int, notes map[int]string) [
 		{name: "_rels/.rels", data: []byte(`<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="ppt/presentation.xml"/></Relationships>`)},
 	}
 	for i, s := range slides {
-		n := string(rune('1' + i))
+		n := strconv.Itoa(i + 1)
 		rels += `<Relationship Id="rId` + n + `" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide` + n + `.xml"/>`
 		entries = append(entries, entry{name: "ppt/slides/slide" + n + ".xml", data: []byte(`<p:sld ` + pNS + `><p:cSld><p:spTree>` + s + `</p:spTree></p:cSld></p:sld>`)})
 		if text, ok := notes[i]; ok {
@@ -169,7 +170,7 @@ func pptxDoc(t *testing.T, slides []string, order []int, notes map[int]string) [
 		}
 	}
 	for _, i := range order {
-		list += `<p:sldId id="` + string(rune('0'+i)) + `56" r:id="rId` + string(rune('1'+i)) + `"/>`
+		list += `<p:sldId id="` + strconv.Itoa(256+i) + `" r:id="rId` + strconv.Itoa(i+1) + `"/>`
 	}
 	entries = append(entries,
 		entry{name: "ppt/presentation.xml", data: []byte(`<p:presentation ` + pNS + `><p:sldIdLst>` + list + `</p:sldIdLst></p:presentation>`)},

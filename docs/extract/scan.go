@@ -117,10 +117,13 @@ func (l Limits) extractPDF(ctx context.Context, data []byte) (*Document, error) 
 	}
 	doc.OCR = report
 	if strings.TrimSpace(doc.Text) == "" {
-		if len(report.Needed) > 0 {
+		switch {
+		case len(report.Needed) > 0:
 			return nil, &NeedsOCRError{Pages: report.Needed, Reason: report.Reason}
+		case len(report.Read) > 0:
+			return nil, fmt.Errorf("%w: OCR found no text on its %d pages", ErrNoText, len(texts))
 		}
-		return nil, fmt.Errorf("%w: OCR found no text on its %d pages", ErrNoText, len(texts))
+		return nil, fmt.Errorf("%w: its %d pages show no text and no image (vector graphics only?)", ErrNoText, len(texts))
 	}
 	return doc, nil
 }
