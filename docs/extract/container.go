@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -180,6 +179,3 @@ func classifyODFManifest(a *archive.Archive) (string, error) {
 	}
 	return "", fmt.Errorf("%w: ZIP archive (not an Office, OpenDocument or EPUB file)", ErrUnsupported)
 }
-
-// errNotContainer is returned by readers given a ZIP file of another kind.
-var errNotContainer = errors.New("not this kind of document")

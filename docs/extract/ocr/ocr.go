@@ -469,3 +469,11 @@ func copyTemp(dir, pattern string, data []byte) (string, error) {
 	}
 	return f.Name(), nil
 }
+
+// ParseLanguages reads a list of tesseract languages as a setting gives
+// it: codes joined with "+" (tesseract's own form, "eng+deu") or commas,
+// spaces ignored. The result is for Options.Languages, which Validate
+// checks.
+func ParseLanguages(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == '+' || r == ',' || r == ' ' })
+}

@@ -285,3 +285,14 @@ func pngHeader(width, height uint32) []byte {
 	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk.Bytes()))
 	return b.Bytes()
 }
+
+func TestParseLanguages(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{{"", nil}, {"eng", []string{"eng"}}, {"eng+deu", []string{"eng", "deu"}}, {" eng, fra ,deu ", []string{"eng", "fra", "deu"}}} {
+		if got := ParseLanguages(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("ParseLanguages(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -163,16 +163,6 @@ func (a *Archive) Size(name string) int64 {
 	return 0
 }
 
-// DeclaredTotal returns the sum of the declared inflated sizes of all
-// entries.
-func (a *Archive) DeclaredTotal() int64 {
-	var total uint64
-	for _, f := range a.z.File {
-		total += min(f.UncompressedSize64, 1<<40)
-	}
-	return int64(min(total, 1<<62))
-}
-
 // Open opens the entry name for reading. Errors wrap fs.ErrNotExist,
 // textdoc.ErrTooLarge (the entry or the archive's running total beyond
 // the limits, or a zip bomb), textdoc.ErrUnsupported (an encrypted entry or

@@ -158,10 +158,3 @@ func (t *ticker) tick() error {
 	}
 	return nil
 }
-
-// boolAttr reads an OOXML on/off attribute: absent or anything but "0",
-// "false" and "off" is on.
-func boolAttr(n *xmlsafe.Node) bool {
-	v := strings.ToLower(n.A("val"))
-	return v != "0" && v != "false" && v != "off"
-}

@@ -145,11 +145,6 @@ func (b *Builder) Err() error {
 	return b.err
 }
 
-// Len returns the length of the text written so far, in bytes.
-func (b *Builder) Len() int {
-	return b.text.Len()
-}
-
 // Document returns the text and spans written, or Err.
 func (b *Builder) Document() (*Document, error) {
 	if b.err != nil {
