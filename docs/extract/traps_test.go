@@ -335,3 +335,26 @@ func TestRepeatedRowsAndColumns(t *testing.T) {
 	full := `<table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row>`
 	hostile(t, Limits{MaxTextBytes: 4 << 20}, MIMEODS, ods(t, full), ErrTooLarge, "exceeds 4194304 bytes (the text limit)", 256<<20)
 }
+
+// TestTextHeldBack checks that a paragraph or a cell larger than the text
+// limit fails at the limit, not after the reader has gathered it whole.
+func TestTextHeldBack(t *testing.T) {
+	big := strings.Repeat("word ", 1<<20) // 5 MiB
+	odt := `<?xml version="1.0"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text><text:p>` +
+		strings.Repeat("<text:span>"+big[:1<<16]+"</text:span>", 80) + `</text:p></office:text></office:body></office:document-content>`
+	tests := []struct {
+		name, mt string
+		data     []byte
+	}{
+		{"docx paragraph", MIMEDOCX, docx(t, "<w:p>"+strings.Repeat("<w:r><w:t>"+big[:1<<16]+"</w:t></w:r>", 80)+"</w:p>")},
+		{"docx table", MIMEDOCX, docx(t, "<w:tbl><w:tr>"+strings.Repeat("<w:tc><w:p><w:r><w:t>"+big[:1<<16]+"</w:t></w:r></w:p></w:tc>", 80)+"</w:tr></w:tbl>")},
+		{"odt paragraph", MIMEODT, makeZip(t, entry{name: "mimetype", data: []byte(MIMEODT)}, entry{name: "content.xml", data: []byte(odt)})},
+		{"ods row", MIMEODS, ods(t, `<table:table-row><table:table-cell table:number-columns-repeated="200"><text:p>`+big[:1<<16]+`</text:p></table:table-cell></table:table-row>`)},
+		{"rtf paragraph", MIMERTF, []byte(`{\rtf1 ` + big + `}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hostile(t, Limits{MaxTextBytes: 1 << 20}, tt.mt, tt.data, ErrTooLarge, "exceeds 1048576 bytes (the text limit)", 48<<20)
+		})
+	}
+}

@@ -82,7 +82,7 @@ func readContent(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, st *styles, 
 		case start.Name.Local == "body":
 			inBody = true
 		case inBody && start.Name.Local == "text":
-			w := &textWalker{d: d, t: t, b: b, st: st}
+			w := &textWalker{d: d, t: t, b: b, st: st, limit: opts.MaxTextBytes}
 			if err := w.run(); err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ func readContent(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, st *styles, 
 			writeHeadersFooters(b, stylesRoot)
 			return b.Err()
 		case inBody && start.Name.Local == "spreadsheet":
-			return readSpreadsheet(d, t, b, opts.ChunkSize)
+			return readSpreadsheet(d, t, b, opts)
 		case inBody && start.Name.Local == "presentation":
 			n, err := d.Subtree(start)
 			if err != nil {

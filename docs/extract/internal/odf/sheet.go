@@ -22,7 +22,7 @@ const (
 // into b. Repeated empty rows and cells cost a counter; repeated rows
 // with values are written as many times as they repeat, up to the text
 // limit.
-func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, chunkSize int) error {
+func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, opts textdoc.Options) error {
 	var (
 		sheet  *textdoc.Sheet
 		rowNum int
@@ -35,6 +35,9 @@ func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, chunkSiz
 		cellRep int
 		cellVal string
 		paras   int
+		// rowBytes counts the text of the row being read, which a row
+		// holds until it ends.
+		rowBytes int64
 	)
 	for depth := 1; depth > 0; {
 		if err := t.tick(); err != nil {
@@ -53,11 +56,11 @@ func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, chunkSiz
 			switch tt.Name.Local {
 			case "table":
 				if sheet == nil {
-					sheet = b.Sheet(attr(tt, "name"), chunkSize)
+					sheet = b.Sheet(attr(tt, "name"), opts.ChunkSize)
 					rowNum = 0
 				}
 			case "table-row":
-				row, empties = row[:0], 0
+				row, empties, rowBytes = row[:0], 0, 0
 				rowRep = repeat(attr(tt, "number-rows-repeated"), maxRows)
 			case "table-cell", "covered-table-cell":
 				cell = &strings.Builder{}
@@ -87,6 +90,9 @@ func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, chunkSiz
 		case xml.CharData:
 			if cell != nil && paras > 0 {
 				cell.Write(tt)
+				if int64(cell.Len()) > opts.MaxTextBytes {
+					return textdoc.TooLarge(opts.MaxTextBytes)
+				}
 			}
 		case xml.EndElement:
 			depth--
@@ -112,6 +118,10 @@ func readSpreadsheet(d *xmlsafe.Decoder, t *ticker, b *textdoc.Builder, chunkSiz
 				empties = 0
 				for i := 0; i < cellRep && len(row) < maxColumns; i++ {
 					row = append(row, text)
+					rowBytes += int64(len(text))
+				}
+				if rowBytes > opts.MaxTextBytes {
+					return textdoc.TooLarge(opts.MaxTextBytes)
 				}
 			case "table-row":
 				if sheet == nil {

@@ -36,6 +36,8 @@ type textWalker struct {
 	notes       []string
 	// noteStack holds the indexes in notes of the notes being read.
 	noteStack []int
+	// read counts the bytes of text read; limit bounds them.
+	read, limit int64
 }
 
 type textPara struct {
@@ -104,6 +106,11 @@ func (w *textWalker) run() error {
 		if err := w.b.Err(); err != nil {
 			return err
 		}
+		if w.read > w.limit {
+			// Paragraphs, tables and notes hold their text until they
+			// end: what was read bounds it.
+			return textdoc.TooLarge(w.limit)
+		}
 	}
 	return nil
 }
@@ -120,6 +127,7 @@ func attr(t xml.StartElement, local string) string {
 func (w *textWalker) add(s string) {
 	if n := len(w.paras); n > 0 {
 		w.paras[n-1].text.WriteString(s)
+		w.read += int64(len(s))
 	}
 }
 

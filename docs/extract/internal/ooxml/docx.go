@@ -36,7 +36,7 @@ func ReadDOCX(ctx context.Context, a *archive.Archive, opts textdoc.Options) (*t
 		return nil, err
 	}
 	r := &docx{a: a, b: textdoc.NewBuilder(opts.MaxTextBytes), counters: map[string][]int{},
-		noteText: map[string][]string{}}
+		noteText: map[string][]string{}, limit: opts.MaxTextBytes}
 	if err := r.loadStyles(first(rels, "styles")); err != nil {
 		return nil, err
 	}
@@ -64,6 +64,9 @@ func ReadDOCX(ctx context.Context, a *archive.Archive, opts textdoc.Options) (*t
 }
 
 type docx struct {
+	// limit bounds the text one part may hold before it is written, as
+	// the text of the document.
+	limit   int64
 	a       *archive.Archive
 	b       *textdoc.Builder
 	outline textdoc.Outline
@@ -356,6 +359,9 @@ type walker struct {
 	hidden bool
 	inText int
 	note   string
+	// read counts the bytes of text read, which paragraphs and tables
+	// hold until they are complete.
+	read int64
 }
 
 // walk reads part and hands its blocks, in order, to emit.
@@ -393,7 +399,11 @@ func (w *walker) run() error {
 		case xml.CharData:
 			if w.inText > 0 && len(w.paras) > 0 && !w.hidden && !w.inFieldCode() {
 				w.paras[len(w.paras)-1].text.Write(t)
+				w.read += int64(len(t))
 			}
+		}
+		if w.read > w.r.limit {
+			return textdoc.TooLarge(w.r.limit)
 		}
 	}
 }
@@ -410,6 +420,7 @@ func attr(t xml.StartElement, local string) string {
 func (w *walker) add(s string) {
 	if len(w.paras) > 0 && !w.hidden && !w.inFieldCode() {
 		w.paras[len(w.paras)-1].text.WriteString(s)
+		w.read += int64(len(s))
 	}
 }
 

@@ -81,14 +81,17 @@ type reader struct {
 	notes      []string
 	note       strings.Builder
 	// high is the first half of a surrogate pair.
-	high    rune
-	b       *textdoc.Builder
-	outline textdoc.Outline
+	high rune
+	// read counts the bytes of text read; limit bounds them.
+	read, limit int64
+	b           *textdoc.Builder
+	outline     textdoc.Outline
 }
 
 // Read returns the text of an RTF document.
 func Read(ctx context.Context, data []byte, opts textdoc.Options) (*textdoc.Document, error) {
-	r := &reader{data: data, cur: state{uc: 1}, level: -1, styles: map[int]int{}, b: textdoc.NewBuilder(opts.MaxTextBytes)}
+	r := &reader{data: data, cur: state{uc: 1}, level: -1, styles: map[int]int{}, b: textdoc.NewBuilder(opts.MaxTextBytes),
+		limit: opts.MaxTextBytes}
 	r.dec = charmap.Windows1252.NewDecoder()
 	for n := 0; r.pos < len(r.data); n++ {
 		if n%65536 == 0 {
@@ -97,6 +100,9 @@ func Read(ctx context.Context, data []byte, opts textdoc.Options) (*textdoc.Docu
 			}
 			if err := r.b.Err(); err != nil {
 				return nil, err
+			}
+			if r.read > r.limit {
+				return nil, textdoc.TooLarge(r.limit)
 			}
 		}
 		if err := r.step(); err != nil {
@@ -392,6 +398,9 @@ func (r *reader) text(s string) {
 }
 
 func (r *reader) textRaw(s string) {
+	// Paragraphs, notes and styles hold their text until they end: what
+	// was read bounds it.
+	r.read += int64(len(s))
 	switch r.cur.dest {
 	case destNote:
 		r.note.WriteString(s)
