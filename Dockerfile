@@ -1,4 +1,5 @@
-# Multi-stage build: a static mcpsearch binary on a minimal non-root image.
+# Multi-stage build: a static mcpsearch binary on a slim Debian image that
+# also holds the OCR programs, run as a non-root user.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -7,7 +8,15 @@ COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/mcpsearch ./cmd/mcpsearch
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM debian:bookworm-slim
+# OCR of scans and images: tesseract with its English data, and pdftoppm and
+# pdfinfo (poppler-utils) to render PDF pages. For more languages add their
+# packages (tesseract-ocr-deu, tesseract-ocr-fra, ...) and name them in
+# MCP_docs_ocr_languages. The user has the uid of distroless's nonroot.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng poppler-utils \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 65532 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
 COPY --from=build /out/mcpsearch /usr/local/bin/mcpsearch
 USER nonroot:nonroot
 EXPOSE 8080

@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench fmt vet clean embed-goldens
+.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench extract-fixtures fmt vet clean embed-goldens
 
 # What the binary is built from (migrations are embedded), so that make
 # install rebuilds only when the binary is older than its sources.
@@ -74,6 +74,12 @@ bench:
 embed-goldens:
 	@cd tools/tokref && npm ci --no-audit --no-fund --loglevel=error && node gen.js
 	gofmt -w embed/tokenizer/unicode_tables.go
+
+# Regenerate the documents and reference texts docs/extract's comparison
+# tests read, from the sources in docs/extract/testdata/formats/src (needs
+# pandoc, LibreOffice, poppler-utils, img2pdf and unzip; tests only compare).
+extract-fixtures:
+	bash scripts/extract-fixtures.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

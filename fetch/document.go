@@ -28,13 +28,16 @@ type Document struct {
 	// Title is the page title: the HTML <title> (else the article title
 	// readability finds) for HTML, the file name otherwise.
 	Title string
-	// ContentType is the media type the page was read as: one of
-	// extract.MIMEHTML, MIMEPDF, MIMEText or MIMEMarkdown.
+	// ContentType is the media type the page was read as: one of the
+	// extract.MIME* types but the images.
 	ContentType string
 	// Content is the text: Markdown of the main content for HTML (headings,
 	// lists, links, tables and code blocks kept; navigation, scripts and
 	// footers dropped), the text of every page with "--- page N ---"
-	// markers for PDF, the body itself for plain text and Markdown.
+	// markers for PDF, the body itself for plain text and Markdown, and
+	// Markdown for office documents, e-books, CSV and RTF files (headings,
+	// lists, tables; each slide under "## Slide N: title", each sheet's
+	// rows as tables under their header row).
 	Content string
 	// Body is the body as received, at most Options.MaxBodyBytes long. A
 	// Document from Get may be shared through the cache: neither it nor
@@ -101,6 +104,10 @@ func (c *Client) Convert(ctx context.Context, res *Resource) (*Document, error) 
 	case extract.MIMEText, extract.MIMEMarkdown:
 		d.Title = fileTitle(res.FinalURL)
 		d.Content, err = convertText(ctx, res.ContentType, res.Body)
+	case extract.MIMEDOCX, extract.MIMEPPTX, extract.MIMEXLSX, extract.MIMEODT, extract.MIMEODP, extract.MIMEODS,
+		extract.MIMEEPUB, extract.MIMECSV, extract.MIMETSV, extract.MIMERTF:
+		d.Title = fileTitle(res.FinalURL)
+		d.Content, err = convertDocument(ctx, res.ContentType, res.Body)
 	default:
 		return nil, fmt.Errorf("fetch %s: %w: %s", res.URL, ErrUnsupportedType, res.ContentType)
 	}
@@ -258,6 +265,24 @@ func convertText(ctx context.Context, mimeType string, body []byte) (string, err
 		return "", nil
 	}
 	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	return doc.Text, nil
+}
+
+// convertDocument reads an office document, an e-book, a CSV or an RTF
+// file as the Markdown the extractor writes.
+func convertDocument(ctx context.Context, mimeType string, body []byte) (string, error) {
+	// A reader wants a sheet's rows in one table, not in blocks of a
+	// chunk's size each under the header row, as stored files are.
+	doc, err := extract.Limits{ChunkSize: 1 << 20}.Extract(ctx, mimeType, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if errors.Is(err, extract.ErrUnsupported) {
+			return "", fmt.Errorf("%w: %w", ErrUnsupportedType, err)
+		}
 		return "", fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	return doc.Text, nil

@@ -21,7 +21,8 @@ var (
 	// ...). The error is a *BlockedError naming the address and its class.
 	ErrBlocked = errors.New("address not allowed")
 	// ErrUnsupportedType means the page is of a media type that is not
-	// converted to text: only HTML, PDF, plain text and Markdown are.
+	// converted to text: HTML, PDF, Office (DOCX, PPTX, XLSX), OpenDocument,
+	// EPUB, CSV, RTF, plain text and Markdown are; images are not.
 	ErrUnsupportedType = errors.New("unsupported content type")
 	// ErrTooLarge means the body exceeds the configured size limit.
 	ErrTooLarge = errors.New("page too large")

@@ -363,8 +363,8 @@ type Resource struct {
 	// URL is the URL asked for, normalised; FinalURL is where the body came
 	// from after redirects.
 	URL, FinalURL string
-	// ContentType is the media type the body is read as: one of
-	// extract.MIMEHTML, MIMEPDF, MIMEText or MIMEMarkdown.
+	// ContentType is the media type the body is read as: one of the
+	// extract.MIME* types but the images.
 	ContentType string
 	// DeclaredType is the server's Content-Type header, parameters kept.
 	DeclaredType string
@@ -379,6 +379,9 @@ func (r *Resource) FileName() string {
 	ext := map[string]string{
 		extract.MIMEHTML: ".html", extract.MIMEPDF: ".pdf",
 		extract.MIMEText: ".txt", extract.MIMEMarkdown: ".md",
+		extract.MIMECSV: ".csv", extract.MIMETSV: ".tsv", extract.MIMERTF: ".rtf",
+		extract.MIMEDOCX: ".docx", extract.MIMEPPTX: ".pptx", extract.MIMEXLSX: ".xlsx",
+		extract.MIMEODT: ".odt", extract.MIMEODP: ".odp", extract.MIMEODS: ".ods", extract.MIMEEPUB: ".epub",
 	}[r.ContentType]
 	u, err := url.Parse(r.FinalURL)
 	if err != nil {
@@ -447,7 +450,8 @@ func (c *Client) download(ctx context.Context, u *url.URL) (*Resource, error) {
 		return nil, fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrInvalidURL, err)
 	}
 	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.1")
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/pdf;q=0.8,"+
+		extract.MIMEDOCX+";q=0.8,"+extract.MIMEPPTX+";q=0.8,"+extract.MIMEXLSX+";q=0.8,"+extract.MIMEEPUB+";q=0.8,text/csv;q=0.8,*/*;q=0.1")
 	if err := c.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
 	}
@@ -487,7 +491,7 @@ func (c *Client) tooLarge(u *url.URL) error {
 }
 
 func unsupported(u *url.URL, what string) error {
-	return fmt.Errorf("fetch %s: %w: %s; only HTML, PDF, plain text and Markdown pages can be read", u.Redacted(), ErrUnsupportedType, what)
+	return fmt.Errorf("fetch %s: %w: %s; %s", u.Redacted(), ErrUnsupportedType, what, readable)
 }
 
 // transportError classifies a failure to get a complete answer.
@@ -536,13 +540,22 @@ func mediaType(declared string) string {
 	return strings.ToLower(strings.TrimSpace(mt))
 }
 
+// readable ends the message of an unsupported type.
+const readable = "only HTML, PDF, Word, PowerPoint and Excel (DOCX, PPTX, XLSX), OpenDocument, EPUB, CSV, RTF, plain text and Markdown can be read"
+
 func convertible(mt string) bool {
 	switch mt {
 	case "text/html", "application/xhtml+xml", "application/pdf", "application/x-pdf",
-		"text/plain", "text/markdown", "text/x-markdown":
+		"text/plain", "text/markdown", "text/x-markdown",
+		extract.MIMECSV, extract.MIMETSV, "application/csv", extract.MIMERTF, "text/rtf",
+		extract.MIMEDOCX, extract.MIMEPPTX, extract.MIMEXLSX, extract.MIMEODT, extract.MIMEODP, extract.MIMEODS, extract.MIMEEPUB,
+		"application/zip", "application/x-zip-compressed":
+		// ZIP is how some servers label office files; the content decides.
 		return true
 	}
-	return false
+	return strings.HasPrefix(mt, "application/vnd.openxmlformats-officedocument.") ||
+		strings.HasPrefix(mt, "application/vnd.oasis.opendocument.") ||
+		strings.HasPrefix(mt, "application/vnd.ms-") && strings.Contains(mt, "macroenabled")
 }
 
 // octetStream reports types that say nothing about the content, which is
@@ -570,17 +583,25 @@ func detectType(declared, urlPath string, body []byte) (string, error) {
 	case mt == "text/markdown", mt == "text/x-markdown":
 		return extract.MIMEMarkdown, nil
 	case mt == "text/plain":
-		// Many servers send Markdown files as text/plain.
-		if hasExt(urlPath, ".md", ".markdown") {
+		// Many servers send Markdown files as text/plain, and CSV too.
+		switch {
+		case hasExt(urlPath, ".md", ".markdown"):
 			return extract.MIMEMarkdown, nil
+		case hasExt(urlPath, ".csv"):
+			return extract.MIMECSV, nil
+		case hasExt(urlPath, ".tsv"):
+			return extract.MIMETSV, nil
 		}
 		return extract.MIMEText, nil
-	case mt != "" && !octetStream(mt):
-		return "", fmt.Errorf("%w: %s; only HTML, PDF, plain text and Markdown pages can be read", ErrUnsupportedType, mt)
+	case mt != "" && !octetStream(mt) && !convertible(mt):
+		return "", fmt.Errorf("%w: %s; %s", ErrUnsupportedType, mt, readable)
 	}
-	t, err := extract.DetectType(path.Base(urlPath), "", body)
+	// Office files, e-books, CSV and RTF, and bodies that say nothing of
+	// their type: their content decides, containers opened to tell a
+	// Word document from a workbook.
+	t, err := extract.Detect(path.Base(urlPath), declared, bytes.NewReader(body), int64(len(body)))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v; only HTML, PDF, plain text and Markdown pages can be read", ErrUnsupportedType, strings.TrimPrefix(err.Error(), extract.ErrUnsupported.Error()+": "))
+		return "", fmt.Errorf("%w: %v; %s", ErrUnsupportedType, strings.TrimPrefix(err.Error(), extract.ErrUnsupported.Error()+": "), readable)
 	}
 	return t, nil
 }

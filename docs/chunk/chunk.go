@@ -86,15 +86,22 @@ type Chunk struct {
 	PageStart, PageEnd int
 	// Start and End are rune offsets into extract.Document.Text.
 	Start, End int
+	// Location says where the chunk comes from in the format's own terms
+	// (pages, slides and title, sheet and cells, heading path, OCR),
+	// computed from the document's spans that the chunk overlaps; zero for
+	// plain text. Store it as Location.JSON and show Location.String.
+	Location extract.Location
 }
 
 // Split cuts doc into chunks of at most o.Size characters. Each chunk ends at
 // the strongest boundary found in the second half of its allowed length
-// (page end, then paragraph end, then sentence end, then white space), or at
-// the size limit when there is none. The next chunk starts o.Overlap
-// characters before that end, moved forward to the start of a word, but never
-// before the start of the page the cut falls in, so a chunk that begins a
-// page does not drag the previous page's last lines (and page number) along.
+// (page or span end, then paragraph end, then sentence end, then white
+// space), or at the size limit when there is none, and always at the start
+// of a span marked Break (another sheet) when one comes before. The next
+// chunk starts o.Overlap characters before that end, moved forward to the
+// start of a word, but never before the start of the page or span the cut
+// falls in, so a chunk that begins a page, a slide or a section does not
+// drag the previous one's last lines (and page number) along.
 //
 // Chunks are trimmed of surrounding white space and blank ones are dropped.
 // The zero Options means DefaultOptions; other invalid options are clamped
@@ -105,13 +112,41 @@ func Split(doc *extract.Document, o Options) []Chunk {
 	}
 	o = o.normalised()
 	s := splitter{runes: []rune(doc.Text), pages: doc.Pages, opts: o}
-	return s.split()
+	s.boundaries(doc.Spans)
+	chunks := s.split()
+	if len(doc.Spans) > 0 {
+		for i := range chunks {
+			chunks[i].Location = doc.Locate(chunks[i].Start, chunks[i].End)
+		}
+	}
+	return chunks
 }
 
 type splitter struct {
 	runes []rune
 	pages []extract.Page
 	opts  Options
+	// ends are the offsets where a page or a span ends, sorted; starts the
+	// offsets where one starts; breaks where a Break span starts.
+	ends, starts, breaks []int
+}
+
+// boundaries collects the page and span boundaries the cuts prefer.
+func (s *splitter) boundaries(spans []extract.Span) {
+	for _, p := range s.pages {
+		s.ends = append(s.ends, p.End)
+		s.starts = append(s.starts, p.Start)
+	}
+	for _, sp := range spans {
+		s.ends = append(s.ends, sp.Start, sp.End)
+		s.starts = append(s.starts, sp.Start)
+		if sp.Break && sp.Start > 0 {
+			s.breaks = append(s.breaks, sp.Start)
+		}
+	}
+	sort.Ints(s.ends)
+	sort.Ints(s.starts)
+	sort.Ints(s.breaks)
 }
 
 func (s *splitter) split() []Chunk {
@@ -123,6 +158,8 @@ func (s *splitter) split() []Chunk {
 		cut := n
 		if start+s.opts.Size < n {
 			cut = s.findCut(start, prevCut)
+		} else if b := s.firstBreak(start, n); b > 0 {
+			cut = b
 		}
 		end := cut
 		for end > start && isSpace(s.runes[end-1]) {
@@ -157,6 +194,9 @@ func (s *splitter) split() []Chunk {
 // the previous cut, or the size limit.
 func (s *splitter) findCut(start, prevCut int) int {
 	limit := start + s.opts.Size
+	if b := s.firstBreak(start, limit); b > 0 {
+		return b
+	}
 	low := max(start+s.opts.Size/2, prevCut)
 	if p := s.lastPageEnd(low, limit); p > 0 {
 		return p
@@ -185,11 +225,21 @@ func (s *splitter) findCut(start, prevCut int) int {
 	return limit
 }
 
-// lastPageEnd returns the last page end in (low, high], or 0.
+// lastPageEnd returns the last page or span end in (low, high], or 0.
 func (s *splitter) lastPageEnd(low, high int) int {
-	i := sort.Search(len(s.pages), func(i int) bool { return s.pages[i].End > high })
-	if i > 0 && s.pages[i-1].End > low {
-		return s.pages[i-1].End
+	i := sort.SearchInts(s.ends, high+1)
+	if i > 0 && s.ends[i-1] > low {
+		return s.ends[i-1]
+	}
+	return 0
+}
+
+// firstBreak returns the first start of a Break span in (start, high], or
+// 0.
+func (s *splitter) firstBreak(start, high int) int {
+	i := sort.SearchInts(s.breaks, start+1)
+	if i < len(s.breaks) && s.breaks[i] <= high {
+		return s.breaks[i]
 	}
 	return 0
 }
@@ -266,11 +316,17 @@ func (s *splitter) pageNumber(pos int) int {
 	return 0
 }
 
+// pageStart returns the start of the page or span holding pos: the last
+// start at or before it.
 func (s *splitter) pageStart(pos int) int {
+	floor := 0
 	if i := s.pageIndex(pos); i >= 0 && s.pages[i].Start <= pos {
-		return s.pages[i].Start
+		floor = s.pages[i].Start
 	}
-	return 0
+	if i := sort.SearchInts(s.starts, pos+1); i > 0 {
+		floor = max(floor, s.starts[i-1])
+	}
+	return floor
 }
 
 func (s *splitter) skipSpace(p, n int) int {

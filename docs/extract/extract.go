@@ -1,7 +1,9 @@
-// Package extract turns uploaded bytes (PDF, plain text, Markdown, HTML) into
-// text with page boundaries: it detects a file's type and dispatches to the
-// reader of that type, PDFs to package pdf. It knows nothing of storage or
-// MCP.
+// Package extract turns uploaded bytes into text with page boundaries and
+// citable locations: PDF (package pdf), plain text, Markdown, HTML, Word
+// (DOCX), PowerPoint (PPTX), Excel (XLSX), OpenDocument (ODT, ODP, ODS),
+// EPUB, CSV/TSV and RTF, and scans and images through OCR (package ocr). It
+// detects a file's type by its content and dispatches to the reader of that
+// type. It knows nothing of storage or MCP.
 package extract
 
 import (
@@ -9,20 +11,34 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"slices"
 	"strings"
 
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/archive"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
+	"github.com/mcpsearch/mcpsearch/docs/extract/internal/textdoc"
+	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/docs/extract/pdf"
 )
 
 // Document is the extracted text of one file.
 type Document struct {
-	// Text is the whole extracted text, valid UTF-8.
+	// Text is the whole extracted text, valid UTF-8. Formats with structure
+	// (office documents, e-books, sheets) read as light Markdown: headings
+	// as "# Title" lines, list items as "- item", tables as pipe tables.
 	Text string
 	// Pages lists page spans in Text, in order. Offsets are in runes
 	// (characters), not bytes. Formats without pages have one page numbered 0
-	// covering all of Text; PDF pages are numbered from 1.
+	// covering all of Text; PDF pages, and the pages of scans and images,
+	// are numbered from 1.
 	Pages []Page
+	// Spans says where the parts of Text come from (pages, slides, cells,
+	// heading paths), in order and without overlap; nil for plain text.
+	// Locate turns them into a passage's Location.
+	Spans []Span
+	// OCR says which pages were recognised by OCR and which need it but
+	// were not (OCR off, unavailable, failing, or beyond the page cap).
+	OCR OCRReport
 }
 
 // Page is one page's span of Document.Text, in rune offsets [Start, End).
@@ -38,22 +54,52 @@ const (
 	MIMEText     = "text/plain"
 	MIMEMarkdown = "text/markdown"
 	MIMEHTML     = "text/html"
+	MIMECSV      = "text/csv"
+	MIMETSV      = "text/tab-separated-values"
+	MIMERTF      = "application/rtf"
+	MIMEDOCX     = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	MIMEPPTX     = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+	MIMEXLSX     = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	MIMEODT      = "application/vnd.oasis.opendocument.text"
+	MIMEODP      = "application/vnd.oasis.opendocument.presentation"
+	MIMEODS      = "application/vnd.oasis.opendocument.spreadsheet"
+	MIMEEPUB     = "application/epub+zip"
+	// The image types are read through OCR: Limits.Detect returns them
+	// only when its OCR engine is on.
+	MIMEPNG  = "image/png"
+	MIMEJPEG = "image/jpeg"
+	MIMETIFF = "image/tiff"
 )
 
+// Types returns every media type Extract reads, for a listing of what is
+// supported.
+func Types() []string {
+	return []string{MIMEPDF, MIMEText, MIMEMarkdown, MIMEHTML, MIMECSV, MIMETSV, MIMERTF,
+		MIMEDOCX, MIMEPPTX, MIMEXLSX, MIMEODT, MIMEODP, MIMEODS, MIMEEPUB, MIMEPNG, MIMEJPEG, MIMETIFF}
+}
+
 var (
-	// ErrUnsupported reports a file type that cannot be extracted, such as an
-	// image, an office document, an archive or a password-protected PDF.
-	ErrUnsupported = errors.New("unsupported file type")
-	// ErrTooLarge reports a file larger than the configured limit.
-	ErrTooLarge = errors.New("file too large")
+	// ErrUnsupported reports a file type that cannot be extracted, such as
+	// an image without OCR, an archive, a legacy (.doc, .xls, .ppt) or
+	// password-protected Office file or PDF, or a file holding only
+	// macros. The message says what to do where something can be done
+	// ("save it as .docx").
+	ErrUnsupported = textdoc.ErrUnsupported
+	// ErrTooLarge reports a file beyond a limit: its size, its text, or for
+	// containers the entries or inflated bytes they hold (a zip bomb) or
+	// the nesting of their XML.
+	ErrTooLarge = textdoc.ErrTooLarge
 	// ErrNoText reports a file that yields no text: an empty file, or a PDF
-	// whose pages hold only images or vector graphics (typically a scan).
-	// Ingestion marks such a file failed with this error's message as the
-	// reason; for PDFs the message reads "no extractable text (scanned PDF?)".
-	ErrNoText = errors.New("no extractable text")
-	// ErrCorrupt reports a file that cannot be parsed. A panic inside the PDF
-	// parser is recovered and reported as ErrCorrupt with a readable reason.
-	ErrCorrupt = errors.New("corrupt or unreadable file")
+	// whose pages hold only images or vector graphics (typically a scan)
+	// when OCR does not read them. Ingestion marks such a file failed with
+	// this error's message as the reason; for PDFs the message reads "no
+	// extractable text (scanned PDF?)", or says which pages need OCR when
+	// an OCR engine is configured (see NeedsOCRError).
+	ErrNoText = textdoc.ErrNoText
+	// ErrCorrupt reports a file that cannot be parsed. A panic inside a
+	// reader is recovered and reported as ErrCorrupt with a readable
+	// reason.
+	ErrCorrupt = textdoc.ErrCorrupt
 )
 
 // DefaultMaxBytes is the upload size limit used when Limits.MaxBytes is not
@@ -81,7 +127,35 @@ type Limits struct {
 	// MaxPDFDecodedBytes bounds what all streams of one PDF may decode to
 	// in total (default pdf.DefaultMaxDecodedBytes).
 	MaxPDFDecodedBytes int64
+	// MaxArchiveEntries bounds the entries of a ZIP-based document (DOCX,
+	// PPTX, XLSX, OpenDocument, EPUB); default DefaultMaxArchiveEntries.
+	MaxArchiveEntries int
+	// MaxInflatedBytes bounds what the entries read from one ZIP-based
+	// document may inflate to in total (default DefaultMaxInflatedBytes).
+	// Entries are refused from their declared sizes, before inflating,
+	// and an entry inflating more than 200 times beyond 8 MiB is refused
+	// as a zip bomb.
+	MaxInflatedBytes int64
+	// ChunkSize is the size in characters of the chunks the text will be
+	// cut into (default DefaultChunkSize). The rows of a sheet or a CSV
+	// file are written in blocks of at most that size, each starting with
+	// the sheet's header row, so that every chunk of a sheet carries it.
+	ChunkSize int
+	// OCR recognises scanned PDF pages and images (see package ocr). With
+	// nil, or an engine that is off or unavailable, a document keeps the
+	// text it has and Document.OCR lists the pages that need OCR; an
+	// image, or a PDF with no text at all, then fails with a
+	// *NeedsOCRError.
+	OCR *ocr.Engine
 }
+
+// Defaults of the container limits and of ChunkSize.
+const (
+	DefaultMaxArchiveEntries = archive.DefaultMaxEntries
+	DefaultMaxInflatedBytes  = archive.DefaultMaxTotalBytes
+	// DefaultChunkSize matches chunk.DefaultSize.
+	DefaultChunkSize = 1000
+)
 
 // Check returns an error wrapping ErrTooLarge when size exceeds the limit.
 func (l Limits) Check(size int64) error {
@@ -96,19 +170,26 @@ func (l Limits) Check(size int64) error {
 }
 
 // Extract returns the text of data, which has the media type mimeType as
-// returned by DetectType (parameters such as charset are ignored).
+// returned by DetectType or Detect (parameters such as charset are
+// ignored).
 //
 // Plain text and Markdown are kept verbatim apart from repairs; HTML yields its
 // visible text, one paragraph per block element; PDF yields the text of every
 // page, pages numbered from 1, without the running headers and footers (a
 // title, a chapter name, a page number) repeated at the top or bottom of
-// most pages, so that passages read on across page ends. All formats are repaired rather than rejected
-// for encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
+// most pages, so that passages read on across page ends, and, with an OCR
+// engine in Limits, the recognised text of pages without a text layer.
+// Office documents (DOCX, PPTX, XLSX), OpenDocument files, EPUB e-books,
+// CSV/TSV and RTF files yield light Markdown (see Document.Text), ZIP-based
+// ones read as what their content is whatever mimeType says. Images are
+// read through OCR only. All formats are repaired rather than rejected for
+// encoding problems: invalid UTF-8 is replaced, NUL bytes are dropped and
 // line endings are normalised to "\n".
 //
 // Errors wrap ErrUnsupported, ErrNoText, ErrCorrupt or ErrTooLarge, or are
 // ctx's error when ctx ends during extraction. Their messages are clean as
-// CleanMessage makes them, whatever bytes the file holds.
+// CleanMessage makes them, whatever bytes the file holds. A panic in a
+// reader fails the file with ErrCorrupt.
 //
 // Extract uses the default Limits; Limits.Extract takes others.
 func Extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
@@ -131,29 +212,37 @@ func CleanMessage(s string) string {
 	return safetext.Message(s)
 }
 
-func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (*Document, error) {
+func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (doc *Document, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	mt := normaliseMIME(mimeType)
-	switch mt {
-	case MIMEPDF, MIMEText, MIMEMarkdown, MIMEHTML:
-	default:
+	if !slices.Contains(Types(), mt) {
 		return nil, fmt.Errorf("%w: %q", ErrUnsupported, mimeType)
 	}
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty file", ErrNoText)
 	}
-	var (
-		doc *Document
-		err error
-	)
+	// The PDF engine isolates its own panics; the other readers run here,
+	// and a panic in one must fail the file, not the caller.
+	defer func() {
+		if v := recover(); v != nil {
+			doc, err = nil, fmt.Errorf("%w: internal error while reading the file: %v", ErrCorrupt, v)
+		}
+	}()
 	switch mt {
 	case MIMEPDF:
-		doc, err = extractPDF(ctx, data, pdf.Options{MaxTextBytes: l.MaxTextBytes,
-			MaxStreamBytes: l.MaxPDFStreamBytes, MaxDecodedBytes: l.MaxPDFDecodedBytes})
+		doc, err = l.extractPDF(ctx, data)
 	case MIMEHTML:
 		doc, err = extractHTML(data)
+	case MIMECSV, MIMETSV:
+		doc, err = l.extractDelimited(ctx, mt, data)
+	case MIMERTF:
+		doc, err = l.extractRTF(ctx, data)
+	case MIMEPNG, MIMEJPEG, MIMETIFF:
+		doc, err = l.extractImage(ctx, data)
+	case MIMEDOCX, MIMEPPTX, MIMEXLSX, MIMEODT, MIMEODP, MIMEODS, MIMEEPUB:
+		doc, err = l.extractContainer(ctx, data)
 	default:
 		doc, err = extractText(data)
 	}
@@ -189,8 +278,24 @@ func normaliseMIME(declared string) string {
 	switch mt {
 	case MIMEPDF, "application/x-pdf":
 		return MIMEPDF
-	case MIMEText, "text/csv", "text/tab-separated-values", "text/x-log":
+	case MIMEText, "text/x-log":
 		return MIMEText
+	case MIMECSV, "application/csv", "text/comma-separated-values":
+		return MIMECSV
+	case MIMETSV:
+		return MIMETSV
+	case MIMERTF, "text/rtf":
+		return MIMERTF
+	case "image/jpg", "image/pjpeg":
+		return MIMEJPEG
+	case "image/tif":
+		return MIMETIFF
+	case "application/vnd.ms-word.document.macroenabled.12", "application/vnd.openxmlformats-officedocument.wordprocessingml.template":
+		return MIMEDOCX
+	case "application/vnd.ms-excel.sheet.macroenabled.12", "application/vnd.openxmlformats-officedocument.spreadsheetml.template":
+		return MIMEXLSX
+	case "application/vnd.ms-powerpoint.presentation.macroenabled.12", "application/vnd.openxmlformats-officedocument.presentationml.slideshow":
+		return MIMEPPTX
 	case MIMEMarkdown, "text/x-markdown":
 		return MIMEMarkdown
 	case MIMEHTML, "application/xhtml+xml":
@@ -207,9 +312,9 @@ func singleDocument(text string) *Document {
 	}
 }
 
-// extractPDF runs the PDF engine and gives its result and errors this
-// package's types: each PDF error also matches the sentinel of its kind.
-func extractPDF(ctx context.Context, data []byte, opts pdf.Options) (*Document, error) {
+// runPDF runs the PDF engine and gives its errors this package's types:
+// each PDF error also matches the sentinel of its kind.
+func runPDF(ctx context.Context, data []byte, opts pdf.Options) (*pdf.Document, error) {
 	d, err := pdf.Extract(ctx, data, opts)
 	if err != nil {
 		for _, k := range []struct{ pdf, kind error }{
@@ -224,11 +329,7 @@ func extractPDF(ctx context.Context, data []byte, opts pdf.Options) (*Document, 
 		}
 		return nil, err
 	}
-	doc := &Document{Text: d.Text, Pages: make([]Page, len(d.Pages))}
-	for i, p := range d.Pages {
-		doc.Pages[i] = Page(p)
-	}
-	return doc, nil
+	return d, nil
 }
 
 // kindError is err, which also matches the sentinel kind, keeping err's

@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -26,7 +28,10 @@ func TestDetectType(t *testing.T) {
 		{"pdf by declared type", "report", "application/pdf", "", MIMEPDF, nil},
 		{"text", "notes.txt", "", "hello", MIMEText, nil},
 		{"log", "server.log", "", "line 1", MIMEText, nil},
-		{"csv", "data.csv", "", "a,b\n1,2", MIMEText, nil},
+		{"csv", "data.csv", "", "a,b\n1,2", MIMECSV, nil},
+		{"tsv", "data.tsv", "", "a\tb\n1\t2", MIMETSV, nil},
+		{"csv declared", "data", "text/csv; charset=utf-8", "a,b", MIMECSV, nil},
+		{"rtf by content", "letter.txt", "", "{\\rtf1\\ansi Hello}", MIMERTF, nil},
 		{"markdown", "README.md", "text/plain", "# Title", MIMEMarkdown, nil},
 		{"markdown long extension", "guide.markdown", "", "# Title", MIMEMarkdown, nil},
 		{"markdown with an HTML comment first", "doc.md", "", "<!-- note -->\n# Title", MIMEMarkdown, nil},
@@ -39,8 +44,15 @@ func TestDetectType(t *testing.T) {
 		{"legacy text sniffed", "notes", "", "caf\xe9 cr\xe8me", MIMEText, nil},
 		{"png named txt", "photo.txt", "text/plain", "\x89PNG\r\n\x1a\n\x00\x00", "", ErrUnsupported},
 		{"jpeg", "photo.jpg", "image/jpeg", "\xff\xd8\xff\xe0", "", ErrUnsupported},
-		{"docx", "letter.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "PK\x03\x04\x14\x00", "", ErrUnsupported},
+		{"docx by name", "letter.docx", "", "PK\x03\x04\x14\x00", MIMEDOCX, nil},
+		{"xlsx by declared type", "upload", MIMEXLSX, "PK\x03\x04\x14\x00", MIMEXLSX, nil},
 		{"zip", "archive.zip", "application/zip", "PK\x03\x04", "", ErrUnsupported},
+		{"zip named text", "notes.txt", "text/plain", "PK\x03\x04", "", ErrUnsupported},
+		{"odt by mimetype entry", "upload.bin", "", zipHead("mimetype", MIMEODT), MIMEODT, nil},
+		{"epub by mimetype entry", "book.zip", "", zipHead("mimetype", MIMEEPUB), MIMEEPUB, nil},
+		{"pptx by entry name", "upload", "", zipHead("ppt/slides/slide1.xml", "<x/>"), MIMEPPTX, nil},
+		{"legacy office", "old.doc", "application/msword", "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\x00", "", ErrUnsupported},
+		{"tiff", "scan.tif", "", "II*\x00\x08\x00", "", ErrUnsupported},
 		{"webp", "image.webp", "", "RIFF\x00\x00\x00\x00WEBPVP8 ", "", ErrUnsupported},
 		{"unknown binary", "blob", "", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12", "", ErrUnsupported},
 		{"unknown extension and type", "data.xyz", "application/x-thing", "", "", ErrUnsupported},
@@ -292,4 +304,18 @@ func TestTextLimit(t *testing.T) {
 	if _, err := (Limits{}).Extract(context.Background(), MIMEText, text); err != nil {
 		t.Errorf("default limits: %v", err)
 	}
+}
+
+// zipHead returns the first local file header of a ZIP file holding one
+// stored entry name with content, as the start of a file.
+func zipHead(name, content string) string {
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	f, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+	if err != nil {
+		panic(err)
+	}
+	f.Write([]byte(content))
+	w.Close()
+	return b.String()
 }

@@ -27,6 +27,19 @@ type Document struct {
 	// Pages lists page spans in Text, in order, numbered from 1. Offsets
 	// are in runes (characters), not bytes.
 	Pages []Page
+	// Info tells, for each page of Pages at the same index, what it draws
+	// besides its text, so that a caller can tell a scanned page.
+	Info []PageInfo
+}
+
+// PageInfo tells what a page draws, for deciding whether it needs OCR.
+type PageInfo struct {
+	// Images counts the images the page paints: image XObjects, directly
+	// or in forms, and inline images.
+	Images int
+	// Glyphs counts the glyphs the page shows, mapped to text or not: a
+	// page showing many glyphs but little text has fonts that map none.
+	Glyphs int
 }
 
 // Page is one page's span of Document.Text, in rune offsets [Start, End).
@@ -79,6 +92,10 @@ type Options struct {
 	// dropped from the text (see dropRunningLines). Comparisons with other
 	// extractors, which keep them, set it.
 	KeepRunningLines bool
+	// KeepEmpty returns the document, its pages empty, instead of failing
+	// with ErrNoText when no page yields text but none is damaged: a scan,
+	// whose pages a caller then reads through OCR.
+	KeepEmpty bool
 }
 
 func (o Options) withDefaults() Options {
@@ -195,6 +212,7 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 	fonts := newFontCache()
 	streams := newStreamCache(opts)
 	texts := make([]string, len(pages))
+	info := make([]PageInfo, len(pages))
 	var (
 		// total is the length in bytes of the text so far, separators
 		// included.
@@ -218,6 +236,7 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 		// and the database against whatever a font's CMap still lets by.
 		text = safetext.Text(text)
 		glyphs += drawn
+		info[i] = PageInfo{Images: out.images, Glyphs: drawn}
 		if err != nil {
 			var abort abortError
 			if errors.As(err, &abort) {
@@ -240,10 +259,13 @@ func extractPDF(ctx context.Context, data []byte, opts Options) (*Document, erro
 		texts = dropRunningLines(texts)
 	}
 	doc := joinPages(texts)
+	doc.Info = info
 	if strings.TrimSpace(doc.Text) == "" {
 		switch {
 		case firstErr != nil:
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, firstErr)
+		case opts.KeepEmpty:
+			return doc, nil
 		case glyphs > 0:
 			return nil, fmt.Errorf("%w: the PDF draws %d glyphs but its fonts map none of them to characters", ErrNoText, glyphs)
 		}
@@ -493,7 +515,9 @@ type resources struct {
 	fonts     map[string]*pdfFont
 	xobjects  map[string]lpdf.Value
 	formCache map[string][]byte
-	loaded    bool
+	// images names the XObjects that are images.
+	images map[string]bool
+	loaded bool
 }
 
 func newResources(v lpdf.Value) *resources {
@@ -555,12 +579,16 @@ func (r *resources) form(name string, streams *streamCache) (xo lpdf.Value, data
 	if r.xobjects == nil {
 		r.xobjects = make(map[string]lpdf.Value)
 		r.formCache = make(map[string][]byte)
+		r.images = make(map[string]bool)
 	}
 	xo, ok := r.xobjects[name]
 	if !ok {
 		r.xobjects[name] = lpdf.Value{}
 		r.load()
 		xo = r.xobjDict.Key(name)
+		if xo.Kind() == lpdf.Stream && xo.Key("Subtype").Name() == "Image" {
+			r.images[name] = true
+		}
 		if xo.Kind() != lpdf.Stream || xo.Key("Subtype").Name() != "Form" {
 			xo = lpdf.Value{}
 		}

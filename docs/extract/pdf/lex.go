@@ -399,6 +399,9 @@ func (l *lexer) run(do func(op string, args []operand)) {
 				continue
 			case "BI":
 				l.skipInlineImage()
+				// The data is skipped; the operator still tells that
+				// an image was painted.
+				do("BI", nil)
 				args = args[:0]
 				continue
 			}

@@ -147,7 +147,12 @@ func (p *pageInterp) run(content []byte, res *resources, depth int) {
 		case "Do":
 			if len(args) == 1 {
 				p.doForm(res, args[0].text, depth)
+				if res.images[args[0].text] {
+					p.out.images++
+				}
 			}
+		case "BI":
+			p.out.images++
 		}
 	})
 }
@@ -244,6 +249,8 @@ type textOut struct {
 	lineStep float64
 	// glyphs counts the glyphs placed, mapped to text or not.
 	glyphs int
+	// images counts the images painted.
+	images int
 }
 
 func (o *textOut) String() string {
