@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 )
 
 // Chunk is a stored piece of a file's text.
@@ -33,11 +35,27 @@ type Chunk struct {
 	// Source is the URL the chunk's file was fetched from; "" for a file
 	// uploaded directly.
 	Source string
+	// Location says where the chunk comes from in its format's own terms:
+	// pages, slides, a sheet's cells, a heading path, OCR.
+	Location extract.Location
 }
 
 // pageRange selects a chunk c's page_start and page_end; chunks stored
-// before they existed lie on their page_number (see migration 006).
-const pageRange = `coalesce(c.page_start, c.page_number), coalesce(c.page_end, c.page_number)`
+// before they existed lie on their page_number (see migration 006). Then
+// its location (NULL for chunks stored before migration 010).
+const pageRange = `coalesce(c.page_start, c.page_number), coalesce(c.page_end, c.page_number), c.location::text`
+
+// chunkLocation reads a chunk's stored location; a chunk stored without one
+// lies on its page range, if it has one. A value this build cannot read
+// (written by a newer one) falls back to the page range too.
+func chunkLocation(raw *string, pageStart, pageEnd int) extract.Location {
+	if raw != nil {
+		if l, err := extract.ParseLocation([]byte(*raw)); err == nil {
+			return l
+		}
+	}
+	return extract.Location{PageStart: pageStart, PageEnd: pageEnd}
+}
 
 // parseID validates a file or chunk id before it reaches the database and
 // returns its canonical form.
@@ -119,12 +137,14 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 		return Chunk{}, err
 	}
 	var c Chunk
+	var loc *string
 	err = s.pool.QueryRow(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
 		       c.ordinal, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks c JOIN files f ON f.id = c.file_id
 		WHERE c.id = $1 AND `+visible, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
-		&c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &c.CharStart, &c.CharEnd, &c.Source)
+		&c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &loc, &c.CharStart, &c.CharEnd, &c.Source)
+	c.Location = chunkLocation(loc, c.PageStart, c.PageEnd)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Chunk{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
 	}

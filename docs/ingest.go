@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 )
 
@@ -95,6 +96,11 @@ type IngestOptions struct {
 	// purge; zero means DefaultPollInterval. Files submitted to this
 	// Ingester wake a worker at once.
 	PollInterval time.Duration
+	// OCR, when not nil, reads the pages of PDFs without a text layer, and
+	// PNG, JPEG and TIFF uploads, with the tesseract program (see package
+	// extract/ocr); nil reads none, and such pages are listed in the file's
+	// note.
+	OCR *ocr.Engine
 	// Index says when the Ingester builds the vector index of its
 	// embedder's model in the background (see IndexPolicy).
 	Index IndexPolicy
@@ -234,6 +240,9 @@ type File struct {
 	// Source is the URL the file was fetched from; "" for a file uploaded
 	// directly.
 	Source string
+	// Note says what a user should know of a ready file, such as the pages
+	// of a scan that still need OCR and why; "" when nothing.
+	Note string
 	// Duplicate is set by Ingest and Submit when the same bytes were
 	// already uploaded to the conversation: the existing file is returned
 	// and nothing is processed again.
@@ -260,13 +269,11 @@ type Upload struct {
 	Path string
 	// Data holds the bytes when Path is "".
 	Data []byte
-	// SHA256 and Head, when the caller computed them as it wrote Path
-	// (the hex digest of the whole file and at least its first
-	// extract.SniffLen bytes), spare SubmitFile a read of the file before
-	// it stores it; the bytes are checked against the digest as they are
-	// stored. Ignored with Data.
+	// SHA256, when the caller computed it as it wrote Path (the hex
+	// digest of the whole file), spares SubmitFile a read of the file
+	// before it stores it; the bytes are checked against the digest as
+	// they are stored. Ignored with Data.
 	SHA256 string
-	Head   []byte
 }
 
 // upload is a validated upload: its bytes are data, or the file at path.
@@ -530,10 +537,13 @@ func (in *Ingester) validate(u Upload, load bool) (upload, error) {
 	if err := in.limits().Check(up.size); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrTooLarge, err))
 	}
-	var head []byte
+	// The type is told from the content: an office document or an e-book
+	// by the entries of its archive, a legacy or encrypted Office file by
+	// its directory, reading what that needs of the file.
+	var content io.ReaderAt
 	switch {
 	case u.Path == "":
-		head = u.Data
+		content = bytes.NewReader(u.Data)
 		sum := sha256.Sum256(u.Data)
 		up.sha256 = hex.EncodeToString(sum[:])
 	case load:
@@ -543,48 +553,41 @@ func (in *Ingester) validate(u Upload, load bool) (upload, error) {
 		if int64(len(up.data)) != up.size {
 			return upload{}, fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, fileName)
 		}
-		head = up.data
+		content = bytes.NewReader(up.data)
 		sum := sha256.Sum256(up.data)
 		up.sha256 = hex.EncodeToString(sum[:])
-	case u.SHA256 != "" && (len(u.Head) >= extract.SniffLen || int64(len(u.Head)) == up.size):
-		head, up.sha256 = u.Head, strings.ToLower(u.SHA256)
 	default:
-		// Hashed here, and stored from a second read that checks the
-		// digest.
-		if head, up.sha256, err = hashFile(u.Path, fileName, up.size); err != nil {
+		f, err := os.Open(u.Path)
+		if err != nil {
+			return upload{}, fmt.Errorf("docs: read upload %s: %w", fileName, err)
+		}
+		defer f.Close()
+		content = f
+		if u.SHA256 != "" {
+			up.sha256 = strings.ToLower(u.SHA256)
+		} else if up.sha256, err = hashFile(f, fileName, up.size); err != nil {
+			// Hashed here, and stored from a second read that checks
+			// the digest.
 			return upload{}, err
 		}
 	}
-	if up.mimeType, err = extract.DetectType(fileName, u.MIMEType, head); err != nil {
+	if up.mimeType, err = in.limits().Detect(fileName, u.MIMEType, content, up.size); err != nil {
 		return upload{}, fmt.Errorf("docs: %s: %w", fileName, both(ErrUnsupportedType, err))
 	}
 	return up, nil
 }
 
-// hashFile returns the first bytes and the digest of the file at path,
-// which must be size bytes long.
-func hashFile(path, name string, size int64) ([]byte, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
-	}
-	defer f.Close()
-	head := make([]byte, extract.SniffLen)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
-	}
-	head = head[:n]
+// hashFile returns the digest of f, which must be size bytes long.
+func hashFile(f *os.File, name string, size int64) (string, error) {
 	h := sha256.New()
-	h.Write(head)
-	m, err := io.Copy(h, f)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, size+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("docs: read upload %s: %w", name, err)
+		return "", fmt.Errorf("docs: read upload %s: %w", name, err)
 	}
-	if int64(n)+m != size {
-		return nil, "", fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, name)
+	if n != size {
+		return "", fmt.Errorf("docs: %w: upload %s changed while it was read", ErrInvalidArgument, name)
 	}
-	return head, hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // unprintable reports control characters and the bidirectional formatting
@@ -730,6 +733,9 @@ func (in *Ingester) limits() extract.Limits {
 		MaxTextBytes:       in.opts.MaxTextBytes,
 		MaxPDFStreamBytes:  in.opts.MaxPDFStreamBytes,
 		MaxPDFDecodedBytes: in.opts.MaxPDFDecodedBytes,
+		// Sheets repeat their header row in every chunk's worth of rows.
+		ChunkSize: in.opts.Chunk.Size,
+		OCR:       in.opts.OCR,
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 )
 
 // MaxPassageNeighbours bounds how many chunks Passage adds on each side of
@@ -38,6 +40,10 @@ type Passage struct {
 	// Source is the URL the file was fetched from; "" for a file uploaded
 	// directly.
 	Source string
+	// Location covers the merged chunks' locations: their pages or slides
+	// from the first to the last, the first's heading path, the cells of
+	// both when they lie on one sheet.
+	Location extract.Location
 }
 
 // Passage returns the chunk chunkID with up to before chunks preceding it
@@ -68,7 +74,9 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	}
 	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
 		var c Chunk
-		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.PageStart, &c.PageEnd, &c.CharStart, &c.CharEnd, &c.Source)
+		var loc *string
+		err := r.Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.PageNumber, &c.PageStart, &c.PageEnd, &loc, &c.CharStart, &c.CharEnd, &c.Source)
+		c.Location = chunkLocation(loc, c.PageStart, c.PageEnd)
 		return c, err
 	})
 	if err != nil {
@@ -90,9 +98,14 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 		PageEnd:        last.PageEnd,
 		Source:         first.Source,
 	}
-	for _, c := range chunks {
+	for i, c := range chunks {
 		p.ChunkIDs = append(p.ChunkIDs, c.ID)
 		p.CharEnd = max(p.CharEnd, c.CharEnd)
+		if i == 0 {
+			p.Location = c.Location
+		} else {
+			p.Location = p.Location.Merge(c.Location)
+		}
 	}
 	var text *string
 	err = s.pool.QueryRow(ctx, `SELECT substr(extracted_text, $2 + 1, $3 - $2) FROM files WHERE id = $1`,

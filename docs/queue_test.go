@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
@@ -327,9 +326,9 @@ func TestLeaseIsRenewedWhileAFileIsProcessed(t *testing.T) {
 }
 
 // TestSubmitFileWithTheSpoolersDigest submits spooled uploads whose digest
-// and first bytes the caller took while spooling: the upload is stored
-// from one read of the spool file, checked against the digest on the way,
-// and refused when the file does not match it.
+// the caller took while spooling: the upload is stored from one read of
+// the spool file, checked against the digest on the way, and refused when
+// the file does not match it.
 func TestSubmitFileWithTheSpoolersDigest(t *testing.T) {
 	t.Parallel()
 	s, _ := newStore(t, IngestOptions{})
@@ -343,8 +342,7 @@ func TestSubmitFileWithTheSpoolersDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tk.Release()
-		return s.SubmitFile(ctx, tk, Upload{ConversationID: "digest", FileName: name, Path: spool(t, name, data),
-			SHA256: digest, Head: data[:min(len(data), extract.SniffLen)]})
+		return s.SubmitFile(ctx, tk, Upload{ConversationID: "digest", FileName: name, Path: spool(t, name, data), SHA256: digest})
 	}
 	f, err := submit("a.txt", hex.EncodeToString(sum[:]))
 	if err != nil || f.SHA256 != hex.EncodeToString(sum[:]) {

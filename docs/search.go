@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/docs/keyword"
 )
 
@@ -104,6 +105,9 @@ type Hit struct {
 	// Source is the URL the chunk's file was fetched from; "" for a file
 	// uploaded directly.
 	Source string
+	// Location says where the chunk comes from in its format's own terms:
+	// pages, slides, a sheet's cells, a heading path, OCR.
+	Location extract.Location
 }
 
 // candidate is a chunk in one ranking, before its content is fetched.
@@ -645,8 +649,10 @@ func details(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, ra
 	byID := make(map[string]Hit, len(ranked))
 	var h Hit
 	var sim *float64
-	if _, err := pgx.ForEachRow(rows, []any{&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.PageStart, &h.PageEnd, &h.CharStart, &h.CharEnd, &h.Source, &sim}, func() error {
+	var loc *string
+	if _, err := pgx.ForEachRow(rows, []any{&h.ChunkID, &h.FileID, &h.FileName, &h.Content, &h.PageNumber, &h.PageStart, &h.PageEnd, &loc, &h.CharStart, &h.CharEnd, &h.Source, &sim}, func() error {
 		h.Similarity = cleanSimilarity(sim)
+		h.Location = chunkLocation(loc, h.PageStart, h.PageEnd)
 		byID[h.ChunkID] = h
 		return nil
 	}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,14 +67,14 @@ const reclaimable = `(f.status = 'failed' OR (f.status = 'processing'
 
 // fileColumns is the select list scanFile reads, on files aliased f.
 const fileColumns = `f.id::text, f.conversation_id, f.file_name, f.mime_type, f.sha256, f.status, f.error,
-	f.embedding_model, f.size_bytes, f.chunk_count, f.page_count, f.source_url, f.created_at, f.updated_at`
+	f.embedding_model, f.size_bytes, f.chunk_count, f.page_count, f.source_url, f.note, f.created_at, f.updated_at`
 
 // scanFile reads a row of fileColumns followed by the extra columns, if
 // any, into extra.
 func scanFile(row pgx.Row, extra ...any) (File, error) {
 	var f File
 	dest := []any{&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
-		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.CreatedAt, &f.UpdatedAt}
+		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.Note, &f.CreatedAt, &f.UpdatedAt}
 	err := row.Scan(append(dest, extra...)...)
 	return f, err
 }
@@ -332,6 +333,7 @@ type newFile struct {
 	status string
 	// For a ready or failed file:
 	reason string
+	note   string
 	chunks int
 	pages  int
 	model  string
@@ -357,7 +359,7 @@ type recorded struct {
 // and bytes twice.
 func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]recorded, error) {
 	n := len(files)
-	var convs, names, mimes, shas, sources, statuses, reasons, models []string
+	var convs, names, mimes, shas, sources, statuses, reasons, notes, models []string
 	var texts []*string
 	var sizes []int64
 	var chunks, pages []int32
@@ -366,6 +368,7 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 	for _, nf := range files {
 		convs, names, mimes, shas = append(convs, nf.up.conversationID), append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
 		sources, statuses, reasons, models = append(sources, nf.up.source), append(statuses, nf.status), append(reasons, nf.reason), append(models, nf.model)
+		notes = append(notes, nf.note)
 		sizes, chunks, pages = append(sizes, nf.up.size), append(chunks, int32(nf.chunks)), append(pages, int32(nf.pages))
 		var text *string
 		if nf.status == StatusReady {
@@ -391,25 +394,25 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 		JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
 		ORDER BY f.id FOR UPDATE OF f`, convs, shas)
 	b.Queue(`
-		INSERT INTO files AS f (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error,
+		INSERT INTO files AS f (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error, note,
 			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
-		SELECT c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token::uuid,
+		SELECT c, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
 		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
 		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
-		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[])
-		     AS u(c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease)
+		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[], $16::text[])
+		     AS u(c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease, note)
 		ORDER BY c, sha
 		ON CONFLICT (conversation_id, sha256) DO UPDATE
 		SET file_name = excluded.file_name, mime_type = excluded.mime_type, size_bytes = excluded.size_bytes,
-		    source_url = excluded.source_url, status = excluded.status, error = excluded.error,
+		    source_url = excluded.source_url, status = excluded.status, error = excluded.error, note = excluded.note,
 		    chunk_count = excluded.chunk_count, page_count = excluded.page_count, embedding_model = excluded.embedding_model,
 		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
 		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
 		    updated_at = now()
 		WHERE `+reclaimable+`
 		RETURNING `+fileColumns,
-		convs, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq)
+		convs, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -727,6 +730,15 @@ func (it *commitItem) pages() int {
 	return n
 }
 
+// note is what the file's status says of its processing: the pages of a
+// scan that still need OCR, and why.
+func (it *commitItem) note() string {
+	if it.doc == nil {
+		return ""
+	}
+	return extract.CleanMessage(it.doc.OCR.Note())
+}
+
 func (it *commitItem) status() string {
 	if it.failed {
 		return StatusFailed
@@ -779,7 +791,7 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		first[k] = it
 		nf := newFile{up: *it.up, status: it.status(), reason: it.reason, model: it.model}
 		if !it.failed {
-			nf.chunks, nf.pages, nf.text = len(it.chunks), it.pages(), it.doc.Text
+			nf.chunks, nf.pages, nf.text, nf.note = len(it.chunks), it.pages(), it.doc.Text, it.note()
 		}
 		fresh = append(fresh, nf)
 		freshItems = append(freshItems, it)
@@ -802,7 +814,7 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 	}
 
 	// Files claimed by workers: the claim fences the write.
-	var ids, tokens, statuses, reasons, models []string
+	var ids, tokens, statuses, reasons, notes, models []string
 	var texts []*string
 	var nChunks, nPages []int32
 	claimed := map[string]*commitItem{}
@@ -814,23 +826,25 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		ids, tokens, statuses, reasons = append(ids, it.f.ID), append(tokens, it.c.token), append(statuses, it.status()), append(reasons, it.reason)
 		var text *string
 		var n, p int32
+		note := ""
 		if !it.failed {
-			text, n, p = &it.doc.Text, int32(len(it.chunks)), int32(it.pages())
+			text, n, p, note = &it.doc.Text, int32(len(it.chunks)), int32(it.pages()), it.note()
 		}
 		texts, nChunks, nPages, models = append(texts, text), append(nChunks, n), append(nPages, p), append(models, it.model)
+		notes = append(notes, note)
 	}
 	if len(ids) > 0 {
 		rows, err := tx.Query(ctx, `
 			UPDATE files f
-			SET status = u.status, error = u.reason, chunk_count = u.chunks, page_count = u.pages,
+			SET status = u.status, error = u.reason, note = u.note, chunk_count = u.chunks, page_count = u.pages,
 			    embedding_model = CASE WHEN u.status = 'ready' THEN u.model ELSE f.embedding_model END,
 			    extracted_text = u.text, claimed_by = NULL, claimed_until = NULL, updated_at = now(),
 			    write_seq = CASE WHEN u.status = 'ready' THEN $9 ELSE f.write_seq END
-			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])
-			     AS u(id, token, status, reason, chunks, pages, model, text)
+			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[], $10::text[])
+			     AS u(id, token, status, reason, chunks, pages, model, text, note)
 			WHERE f.id = u.id AND f.status = 'processing' AND f.claimed_by = u.token
 			RETURNING `+fileColumns+`, f.upload_seq`,
-			ids, tokens, statuses, reasons, nChunks, nPages, models, texts, seq)
+			ids, tokens, statuses, reasons, nChunks, nPages, models, texts, seq, notes)
 		if err != nil {
 			return dbError("docs: store files", err)
 		}
@@ -873,7 +887,7 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 	if total > 0 {
 		i, j := 0, 0
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-			[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq"},
+			[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq", "location"},
 			pgx.CopyFromFunc(func() ([]any, error) {
 				for i < len(ready) && j >= len(ready[i].chunks) {
 					i, j = i+1, 0
@@ -884,7 +898,11 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 				it, c := ready[i], ready[i].chunks[j]
 				v := it.vecs[j]
 				j++
-				return []any{it.out.ID, it.out.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, it.model, pgvector.NewVector(v), seq}, nil
+				var loc any
+				if !c.Location.IsZero() {
+					loc = json.RawMessage(c.Location.JSON())
+				}
+				return []any{it.out.ID, it.out.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, it.model, pgvector.NewVector(v), seq, loc}, nil
 			}))
 		if err != nil {
 			return dbError("docs: store chunks", err)

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
 )
 
 // maxFilesPerUpload bounds the parts of one multipart upload.
@@ -195,15 +194,15 @@ func (s *Server) spoolUpload(conv string, part *multipart.Part) (docs.Upload, er
 		return docs.Upload{}, fmt.Errorf("spool the upload: %w", err)
 	}
 	up := docs.Upload{ConversationID: conv, FileName: part.FileName(), MIMEType: part.Header.Get("Content-Type"), Path: f.Name()}
-	// The digest and the first bytes are taken as the body is spooled, so
-	// that the store reads the spool file once, on its way to storage.
+	// The digest is taken as the body is spooled, so that the store reads
+	// the spool file once on its way to storage (and what telling its type
+	// needs of it, a few kilobytes).
 	h := sha256.New()
-	head := &headWriter{max: extract.SniffLen}
-	n, err := io.Copy(io.MultiWriter(f, h, head), io.LimitReader(part, s.cfg.MaxFileBytes+1))
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(part, s.cfg.MaxFileBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	up.SHA256, up.Head = hex.EncodeToString(h.Sum(nil)), head.buf
+	up.SHA256 = hex.EncodeToString(h.Sum(nil))
 	switch {
 	case err != nil:
 		return up, fmt.Errorf("reading the file: %w", err)
@@ -322,17 +321,4 @@ func (s *Server) apiDeleteConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, deletedConversation{ConversationID: conv, DeletedFiles: n})
-}
-
-// headWriter keeps the first max bytes written to it.
-type headWriter struct {
-	buf []byte
-	max int
-}
-
-func (w *headWriter) Write(p []byte) (int, error) {
-	if room := w.max - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
 }
