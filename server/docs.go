@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
 )
 
@@ -44,6 +45,31 @@ type DocChunk struct {
 	PageEnd   *int `json:"page_end"`
 	// Source is the URL the file was fetched from, absent for an upload.
 	Source string `json:"source,omitempty"`
+	// Location says where the chunk comes from, in its format's terms.
+	Location Location `json:"location"`
+}
+
+// Location says where a passage comes from in its file, in the file
+// format's own terms, for a citation: pages (PDF, scans), slides and the
+// first one's title (decks), a sheet and its cells (spreadsheets, CSV), a
+// heading path (word-processing documents, e-books, HTML). Fields that do
+// not apply are absent; citation says it all in words.
+type Location struct {
+	Citation   string   `json:"citation" jsonschema:"where the passage is, in words: pages 7-8, slides 3-4 (Results), sheet Budget, A1:F40, Contract > 2. Scope; empty when the file has no such places"`
+	PageStart  int      `json:"page_start,omitempty" jsonschema:"first page, from 1"`
+	PageEnd    int      `json:"page_end,omitempty" jsonschema:"last page"`
+	SlideStart int      `json:"slide_start,omitempty" jsonschema:"first slide, from 1, in presentation order"`
+	SlideEnd   int      `json:"slide_end,omitempty" jsonschema:"last slide"`
+	SlideTitle string   `json:"slide_title,omitempty" jsonschema:"the first slide's title"`
+	Sheet      string   `json:"sheet,omitempty" jsonschema:"the spreadsheet's sheet"`
+	Cells      string   `json:"cells,omitempty" jsonschema:"the range of cells, such as A1:F40"`
+	Headings   []string `json:"headings,omitempty" jsonschema:"the heading path, outermost first"`
+	OCR        bool     `json:"ocr,omitempty" jsonschema:"true when some of the text was recognised by OCR from an image of the page"`
+}
+
+func location(l extract.Location) Location {
+	return Location{Citation: l.String(), PageStart: l.PageStart, PageEnd: l.PageEnd, SlideStart: l.SlideStart,
+		SlideEnd: l.SlideEnd, SlideTitle: l.SlideTitle, Sheet: l.Sheet, Cells: l.Cells, Headings: l.Headings, OCR: l.OCR}
 }
 
 // ListFilesInput is the list_files tool's arguments.
@@ -68,6 +94,9 @@ type FileInfo struct {
 	CreatedAt  string `json:"created_at"`
 	// Source is the URL the file was fetched from, absent for an upload.
 	Source string `json:"source,omitempty"`
+	// Note says what to know of a ready file, such as the pages of a scan
+	// that still need OCR and why; absent when nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // GetChunkInput is the get_chunk tool's arguments.
@@ -99,6 +128,8 @@ type ChunkMetadata struct {
 	CharStart  int    `json:"char_start"`
 	CharEnd    int    `json:"char_end"`
 	Ordinal    int    `json:"ordinal"`
+	// Location says where the chunk (or the merged passage) comes from.
+	Location Location `json:"location"`
 }
 
 // The conversation each docs tool touches, for the scope check.
@@ -202,10 +233,10 @@ func searchDocsTool() declared {
 	return docsTool(&mcp.Tool{
 		Name:  "search_docs",
 		Title: "Search uploaded documents",
-		Description: "Search the files uploaded to a conversation (PDFs, text, Markdown, HTML) and return the most relevant passages. " +
+		Description: "Search the files uploaded to a conversation (PDFs and scans, Word, PowerPoint, Excel, OpenDocument, e-books, CSV, RTF, text, Markdown, HTML) and return the most relevant passages. " +
 			"Use it before answering questions about the user's documents, and quote what it returns. " +
 			"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
-			"Each chunk has its file name, page number and a chunk_id that get_chunk opens.",
+			"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens.",
 		Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
 	}, docsTools.searchDocsSchema, docsTools.searchDocs)
 }
@@ -214,7 +245,7 @@ func listFilesTool() declared {
 	return docsTool(&mcp.Tool{
 		Name:        "list_files",
 		Title:       "List uploaded files",
-		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason). An unknown conversation has no files.",
+		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason, and a note such as pages that still need OCR). An unknown conversation has no files.",
 		Annotations: withTitle(docsReadOnly, "List uploaded files"),
 	}, docsTools.conversationSchema, docsTools.listFiles)
 }
@@ -223,7 +254,7 @@ func getChunkTool() declared {
 	return docsTool(&mcp.Tool{
 		Name:        "get_chunk",
 		Title:       "Open a document chunk",
-		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, page number and character offsets in the file's text.",
+		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, where it is in the file (pages, slides, sheet and cells, or heading path) and its character offsets in the file's text.",
 		Annotations: withTitle(docsReadOnly, "Open a document chunk"),
 	}, docsTools.getChunkSchema, docsTools.getChunk)
 }
@@ -287,7 +318,7 @@ func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.Cal
 	for _, h := range hits {
 		out.Chunks = append(out.Chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
 			Similarity: round4(h.Similarity), Score: round4(h.Score), PageNumber: page(h.PageNumber),
-			PageStart: page(h.PageStart), PageEnd: page(h.PageEnd), Source: h.Source})
+			PageStart: page(h.PageStart), PageEnd: page(h.PageEnd), Source: h.Source, Location: location(h.Location)})
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q.Text, out)}}}, out, nil
 }
@@ -310,6 +341,9 @@ func (d docsTools) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallT
 		fmt.Fprintf(&b, "%d. %s (%s, %d bytes, %d chunks, %s", i+1, f.FileName, f.MIMEType, f.SizeBytes, f.ChunkCount, f.Status)
 		if f.Error != "" {
 			fmt.Fprintf(&b, ": %s", f.Error)
+		}
+		if f.Note != "" {
+			fmt.Fprintf(&b, "; %s", f.Note)
 		}
 		fmt.Fprintf(&b, ") id %s\n", f.ID)
 	}
@@ -336,8 +370,8 @@ func (d docsTools) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToo
 	}
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
 		PageNumber: page(c.PageNumber), PageStart: page(c.PageStart), PageEnd: page(c.PageEnd), Source: c.Source,
-		CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal}}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, c.PageStart, c.PageEnd)}}}, out, nil
+		CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal, Location: location(c.Location)}}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out)}}}, out, nil
 }
 
 // getPassage answers get_chunk with neighbours: one merged text.
@@ -354,21 +388,18 @@ func (d docsTools) getPassage(ctx context.Context, id string, in GetChunkInput, 
 	}
 	out := GetChunkOutput{ChunkID: id, Content: p.Content, ChunkIDs: p.ChunkIDs, Metadata: ChunkMetadata{FileID: p.FileID, FileName: p.FileName,
 		PageNumber: page(p.PageStart), PageStart: page(p.PageStart), PageEnd: page(p.PageEnd), Source: p.Source,
-		CharStart: p.CharStart, CharEnd: p.CharEnd}}
+		CharStart: p.CharStart, CharEnd: p.CharEnd, Location: location(p.Location)}}
 	for i, cid := range p.ChunkIDs {
 		if cid == id {
 			out.Metadata.Ordinal = i
 		}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out, p.PageStart, p.PageEnd)}}}, out, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out)}}}, out, nil
 }
 
 // chunkText is get_chunk's text block: where the text is, then the text.
-func chunkText(out GetChunkOutput, pageStart, pageEnd int) string {
-	where := out.Metadata.FileName + pageLabel(pageStart, pageEnd)
-	if out.Metadata.Source != "" {
-		where += ", from " + out.Metadata.Source
-	}
+func chunkText(out GetChunkOutput) string {
+	where := citation(out.Metadata.FileName, out.Metadata.Location, out.Metadata.Source)
 	text := fmt.Sprintf("[%s, characters %d-%d]\n%s", where, out.Metadata.CharStart, out.Metadata.CharEnd, out.Content)
 	if len(out.ChunkIDs) > 1 {
 		text += fmt.Sprintf("\n\n[%d chunks merged: %s]", len(out.ChunkIDs), strings.Join(out.ChunkIDs, ", "))
@@ -376,28 +407,23 @@ func chunkText(out GetChunkOutput, pageStart, pageEnd int) string {
 	return text
 }
 
-func deref(p *int) int {
-	if p == nil {
-		return 0
+// citation names a passage for the model to cite: the file, where in it
+// ("pages 7-8", "slides 3-4 (Results)", "sheet Budget, A1:F40",
+// "Contract > 2. Scope"), and the page it was fetched from.
+func citation(fileName string, l Location, source string) string {
+	where := fileName
+	if l.Citation != "" {
+		where += ", " + l.Citation
 	}
-	return *p
-}
-
-// pageLabel names the pages a passage spans: ", page 7", ", pages 7-8",
-// or nothing for a format without pages.
-func pageLabel(start, end int) string {
-	switch {
-	case start > 0 && end > start:
-		return fmt.Sprintf(", pages %d-%d", start, end)
-	case start > 0:
-		return fmt.Sprintf(", page %d", start)
+	if source != "" {
+		where += ", from " + source
 	}
-	return ""
+	return where
 }
 
 func fileInfo(f docs.File) FileInfo {
 	return FileInfo{ID: f.ID, FileName: f.FileName, MIMEType: f.MIMEType, SizeBytes: f.SizeBytes, ChunkCount: f.ChunkCount,
-		Status: f.Status, Error: f.Error, CreatedAt: f.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Source: f.Source}
+		Status: f.Status, Error: f.Error, CreatedAt: f.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Source: f.Source, Note: f.Note}
 }
 
 // page maps the store's 0 (a format without pages) to null.
@@ -420,11 +446,7 @@ func searchDocsText(q string, out SearchDocsOutput) string {
 	}
 	fmt.Fprintf(&b, "Passages for %q:\n", q)
 	for i, c := range out.Chunks {
-		where := c.FileName + pageLabel(deref(c.PageStart), deref(c.PageEnd))
-		if c.Source != "" {
-			where += ", from " + c.Source
-		}
-		fmt.Fprintf(&b, "\n%d. [%s] similarity %.2f, chunk_id %s\n%s\n", i+1, where, c.Similarity, c.ChunkID, c.Content)
+		fmt.Fprintf(&b, "\n%d. [%s] similarity %.2f, chunk_id %s\n%s\n", i+1, citation(c.FileName, c.Location, c.Source), c.Similarity, c.ChunkID, c.Content)
 	}
 	return b.String()
 }

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -723,5 +725,59 @@ func TestUploadBusyBeforeReading(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&body)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || body.Error == nil || !body.Error.Retryable {
 		t.Errorf("status %s, Retry-After %q, body %+v; want 503, retryable, with Retry-After", resp.Status, resp.Header.Get("Retry-After"), body.Error)
+	}
+}
+
+// TestOfficeFilesCitedByTheirPlaces uploads a deck, a workbook and a Word
+// document through the upload API, under names that do not say what they
+// are, and checks that search_docs and get_chunk give each passage's place
+// in its format's terms, in the structured result and in the text the
+// model reads.
+func TestOfficeFilesCitedByTheirPlaces(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	read := func(name string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("..", "docs", "extract", "testdata", "formats", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	resp := upload(t, h.http.URL, "office", map[string][]byte{
+		"deck":     read("deck.pptx"),
+		"sheet.gz": read("budget.xlsx"),
+		"letter":   read("contract.docx"),
+	}, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	h.waitReady(t, "office", 3)
+	for _, c := range []struct {
+		query, file string
+		check       func(Location) bool
+		cited       string
+	}{
+		{"gearbox before winter", "deck", func(l Location) bool { return l.SlideStart > 0 && l.SlideTitle != "" }, "[deck, slide"},
+		{"microfilm reader", "sheet.gz", func(l Location) bool { return l.Sheet == "Notes" && l.Cells != "" }, "[sheet.gz, sheet Notes, "},
+		{"acceptance", "letter", func(l Location) bool { return len(l.Headings) > 1 }, "[letter, Service Agreement"},
+	} {
+		res := h.call(t, "search_docs", map[string]any{"query": c.query, "conversation_id": "office", "mode": "keyword"})
+		out := decode[SearchDocsOutput](t, res)
+		if len(out.Chunks) == 0 || out.Chunks[0].FileName != c.file {
+			t.Errorf("%q: %+v; want a passage of %s first", c.query, out.Chunks, c.file)
+			continue
+		}
+		hit := out.Chunks[0]
+		if !c.check(hit.Location) || hit.Location.Citation == "" {
+			t.Errorf("%q: located at %+v", c.query, hit.Location)
+		}
+		if text := textOf(res); !strings.Contains(text, c.cited) {
+			t.Errorf("%q: the text does not cite %q:\n%s", c.query, c.cited, text)
+		}
+		res = h.call(t, "get_chunk", map[string]any{"chunk_id": hit.ChunkID, "after": 1})
+		got := decode[GetChunkOutput](t, res)
+		if got.Metadata.Location.Citation == "" || !strings.Contains(textOf(res), c.cited) {
+			t.Errorf("%q: get_chunk located at %+v:\n%s", c.query, got.Metadata.Location, textOf(res))
+		}
 	}
 }
