@@ -217,13 +217,13 @@ func (s *styles) marker(name string, level, n int) string {
 	var num string
 	switch l.format {
 	case "a":
-		num = alpha(n, 'a')
+		num = textdoc.Letters(n, 'a')
 	case "A":
-		num = alpha(n, 'A')
+		num = textdoc.Letters(n, 'A')
 	case "i":
-		num = strings.ToLower(roman(n))
+		num = strings.ToLower(textdoc.Roman(n))
 	case "I":
-		num = roman(n)
+		num = textdoc.Roman(n)
 	default:
 		num = strconv.Itoa(n)
 	}
@@ -237,32 +237,6 @@ func (s *styles) startValue(name string, level int) int {
 	return 1
 }
 
-func alpha(n int, base byte) string {
-	if n <= 0 {
-		return string(base)
-	}
-	var b []byte
-	for ; n > 0; n = (n - 1) / 26 {
-		b = append([]byte{base + byte((n-1)%26)}, b...)
-	}
-	return string(b)
-}
-
-func roman(n int) string {
-	if n <= 0 || n >= 4000 {
-		return strconv.Itoa(n)
-	}
-	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
-	syms := []string{"M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"}
-	var b strings.Builder
-	for i, v := range vals {
-		for n >= v {
-			b.WriteString(syms[i])
-			n -= v
-		}
-	}
-	return b.String()
-}
 
 // writeHeadersFooters writes the distinct paragraphs of the master pages'
 // headers and footers, once each.

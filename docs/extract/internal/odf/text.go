@@ -32,7 +32,7 @@ type textWalker struct {
 	// lists that continue an earlier one.
 	counters    map[string]int
 	itemPending bool
-	tables      []*textTable
+	tables      textdoc.Tables
 	notes       []string
 	// noteStack holds the indexes in notes of the notes being read.
 	noteStack []int
@@ -55,12 +55,6 @@ type textPara struct {
 type textList struct {
 	style string
 	n     int
-}
-
-type textTable struct {
-	rows [][]string
-	row  []string
-	cell []string
 }
 
 type textBlock struct {
@@ -194,15 +188,11 @@ func (w *textWalker) start(t xml.StartElement) (skip bool, err error) {
 		// embedded data are not the document's text.
 		return true, nil
 	case "table":
-		w.tables = append(w.tables, &textTable{})
+		w.tables.Open()
 	case "table-row":
-		if n := len(w.tables); n > 0 {
-			w.tables[n-1].row = nil
-		}
+		w.tables.StartRow()
 	case "table-cell", "covered-table-cell":
-		if n := len(w.tables); n > 0 {
-			w.tables[n-1].cell = nil
-		}
+		w.tables.StartCell()
 	case "table-column", "table-columns", "table-header-columns":
 		return true, nil
 	}
@@ -241,34 +231,17 @@ func (w *textWalker) end(local string) error {
 			w.noteStack = w.noteStack[:n-1]
 		}
 	case "table-cell", "covered-table-cell":
-		if n := len(w.tables); n > 0 {
-			tb := w.tables[n-1]
-			tb.row = append(tb.row, strings.Join(tb.cell, " "))
-			tb.cell = nil
-		}
+		w.tables.EndCell()
 	case "table-row":
-		if n := len(w.tables); n > 0 {
-			tb := w.tables[n-1]
-			tb.rows = append(tb.rows, tb.row)
-			tb.row = nil
-		}
+		w.tables.EndRow()
 	case "table":
-		n := len(w.tables)
-		if n == 0 {
-			return nil
-		}
-		tb := w.tables[n-1]
-		w.tables = w.tables[:n-1]
+		rows, outer := w.tables.Close()
 		switch {
-		case n > 1:
-			outer := w.tables[n-2]
-			for _, row := range tb.rows {
-				outer.cell = append(outer.cell, strings.Join(row, " "))
-			}
+		case !outer:
 		case len(w.paras) > 0:
-			w.deferred = append(w.deferred, textBlock{table: tb.rows})
+			w.deferred = append(w.deferred, textBlock{table: rows})
 		default:
-			w.write(textBlock{table: tb.rows})
+			w.write(textBlock{table: rows})
 		}
 	}
 	return nil
@@ -288,13 +261,12 @@ func (w *textWalker) finish(p *textPara) error {
 			w.deferred = append(w.deferred, textBlock{para: p, text: text})
 		}
 		return nil
-	case len(w.tables) > 0:
-		tb := w.tables[len(w.tables)-1]
+	case w.tables.In():
 		if text != "" {
-			tb.cell = append(tb.cell, strings.TrimSpace(p.marker+" "+text))
+			w.tables.Add(strings.TrimSpace(p.marker + " " + text))
 		}
 		for _, d := range w.deferred {
-			tb.cell = append(tb.cell, d.text)
+			w.tables.Add(d.text)
 		}
 		w.deferred = nil
 		return nil

@@ -264,43 +264,17 @@ func (r *docx) marker(numID string, level int) string {
 	case "none":
 		return ""
 	case "lowerLetter":
-		return letters(n, 'a') + "."
+		return textdoc.Letters(n, 'a') + "."
 	case "upperLetter":
-		return letters(n, 'A') + "."
+		return textdoc.Letters(n, 'A') + "."
 	case "lowerRoman":
-		return strings.ToLower(roman(n)) + "."
+		return strings.ToLower(textdoc.Roman(n)) + "."
 	case "upperRoman":
-		return roman(n) + "."
+		return textdoc.Roman(n) + "."
 	}
 	return strconv.Itoa(n) + "."
 }
 
-func letters(n int, base byte) string {
-	if n <= 0 {
-		return string(base)
-	}
-	var b []byte
-	for ; n > 0; n = (n - 1) / 26 {
-		b = append([]byte{base + byte((n-1)%26)}, b...)
-	}
-	return string(b)
-}
-
-func roman(n int) string {
-	if n <= 0 || n >= 4000 {
-		return strconv.Itoa(n)
-	}
-	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
-	syms := []string{"M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"}
-	var b strings.Builder
-	for i, v := range vals {
-		for n >= v {
-			b.WriteString(syms[i])
-			n -= v
-		}
-	}
-	return b.String()
-}
 
 // blockKind is the kind of a block of a document.
 type blockKind int
@@ -334,13 +308,6 @@ type para struct {
 	level   string
 }
 
-// table is a table being read.
-type table struct {
-	rows [][]string
-	row  []string
-	cell []string
-}
-
 // walker reads one part (the body, a notes part, a header) as blocks.
 type walker struct {
 	r    *docx
@@ -352,7 +319,7 @@ type walker struct {
 	// deferred holds the blocks of text boxes, written after the
 	// paragraph holding them.
 	deferred []block
-	tables   []*table
+	tables   textdoc.Tables
 	// fields holds, for each open field, whether its code (not its
 	// result) is being read.
 	fields []bool
@@ -471,15 +438,11 @@ func (w *walker) start(t xml.StartElement) error {
 			w.add("[" + strconv.Itoa(len(w.r.notes)) + "]")
 		}
 	case "tbl":
-		w.tables = append(w.tables, &table{})
+		w.tables.Open()
 	case "tr":
-		if n := len(w.tables); n > 0 {
-			w.tables[n-1].row = nil
-		}
+		w.tables.StartRow()
 	case "tc":
-		if n := len(w.tables); n > 0 {
-			w.tables[n-1].cell = nil
-		}
+		w.tables.StartCell()
 	case "footnote", "endnote":
 		switch attr(t, "type") {
 		case "separator", "continuationSeparator", "continuationNotice":
@@ -570,35 +533,18 @@ func (w *walker) end(local string) error {
 			w.inText--
 		}
 	case "tc":
-		if n := len(w.tables); n > 0 {
-			tb := w.tables[n-1]
-			tb.row = append(tb.row, strings.Join(tb.cell, " "))
-			tb.cell = nil
-		}
+		w.tables.EndCell()
 	case "tr":
-		if n := len(w.tables); n > 0 {
-			tb := w.tables[n-1]
-			tb.rows = append(tb.rows, tb.row)
-			tb.row = nil
-		}
+		w.tables.EndRow()
 	case "tbl":
-		n := len(w.tables)
-		if n == 0 {
-			return nil
-		}
-		tb := w.tables[n-1]
-		w.tables = w.tables[:n-1]
+		// A table in a cell becomes that cell's text, row by row.
+		rows, outer := w.tables.Close()
 		switch {
-		case n > 1:
-			// A table in a cell becomes that cell's text, row by row.
-			outer := w.tables[n-2]
-			for _, row := range tb.rows {
-				outer.cell = append(outer.cell, strings.Join(nonEmpty(row), " | "))
-			}
+		case !outer:
 		case len(w.paras) > 0:
-			w.deferred = append(w.deferred, block{kind: blockTable, rows: tb.rows, note: w.note})
+			w.deferred = append(w.deferred, block{kind: blockTable, rows: rows, note: w.note})
 		default:
-			return w.emit(block{kind: blockTable, rows: tb.rows, note: w.note})
+			return w.emit(block{kind: blockTable, rows: rows, note: w.note})
 		}
 	case "footnote", "endnote":
 		w.note = ""
@@ -606,15 +552,6 @@ func (w *walker) end(local string) error {
 	return nil
 }
 
-func nonEmpty(cells []string) []string {
-	var out []string
-	for _, c := range cells {
-		if strings.TrimSpace(c) != "" {
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // finishPara hands on a paragraph just closed: to the cell it is in, to
 // the paragraph holding its text box, or as a block.
@@ -628,13 +565,12 @@ func (w *walker) finishPara(p *para) error {
 			w.deferred = append(w.deferred, bl)
 		}
 		return nil
-	case len(w.tables) > 0:
-		tb := w.tables[len(w.tables)-1]
+	case w.tables.In():
 		if text != "" {
-			tb.cell = append(tb.cell, blockText(bl))
+			w.tables.Add(blockText(bl))
 		}
 		for _, d := range w.deferred {
-			tb.cell = append(tb.cell, blockText(d))
+			w.tables.Add(blockText(d))
 		}
 		w.deferred = nil
 		return nil
@@ -662,7 +598,7 @@ func blockText(bl block) string {
 	case blockTable:
 		var rows []string
 		for _, r := range bl.rows {
-			rows = append(rows, strings.Join(nonEmpty(r), " | "))
+			rows = append(rows, strings.Join(textdoc.NonEmpty(r), " | "))
 		}
 		return strings.Join(rows, " ")
 	}
