@@ -237,7 +237,6 @@ func (s *styles) startValue(name string, level int) int {
 	return 1
 }
 
-
 // writeHeadersFooters writes the distinct paragraphs of the master pages'
 // headers and footers, once each.
 func writeHeadersFooters(b *textdoc.Builder, stylesRoot *xmlsafe.Node) {

@@ -275,7 +275,6 @@ func (r *docx) marker(numID string, level int) string {
 	return strconv.Itoa(n) + "."
 }
 
-
 // blockKind is the kind of a block of a document.
 type blockKind int
 
@@ -551,7 +550,6 @@ func (w *walker) end(local string) error {
 	}
 	return nil
 }
-
 
 // finishPara hands on a paragraph just closed: to the cell it is in, to
 // the paragraph holding its text box, or as a block.
