@@ -61,6 +61,13 @@ type Config struct {
 	// hybrid search; 0 means auto, which the documents store resolves for
 	// its embedder (docs.Store.VectorWeight).
 	VectorWeight float64
+	// OCR* configure the reading of scans and images with tesseract.
+	OCRMode      string
+	OCRLanguages string
+	OCRDPI       int
+	OCRWorkers   int
+	OCRTimeout   time.Duration
+	OCRMaxPages  int
 
 	EmbedProvider   string
 	EmbedModel      string
@@ -279,6 +286,37 @@ func settings() []setting {
 			help:  "weight of vector similarity against keywords (1) in hybrid search_docs: auto (1/3 with the local embedder, 1 otherwise) or a number above 0 up to 10",
 			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is 1/3 with the `local` embedder, 1 otherwise",
 			value: vectorWeightValue()},
+		{env: "MCP_docs_ocr_mode", flag: "ocr-mode", def: "auto", group: Pipeline,
+			help:  "reading scans and images with tesseract: auto (pages without a text layer, and images), force (every page) or off",
+			doc:   "`auto` (pages of a PDF without a text layer, and PNG, JPEG and TIFF uploads), `force` (every page, its text layer replaced) or `off`",
+			value: textValue(func(c *Config) *string { return &c.OCRMode }, strings.TrimSpace),
+			check: oneOf(func(c *Config) string { return c.OCRMode }, "auto", "force", "off")},
+		{env: "MCP_docs_ocr_languages", flag: "ocr-languages", def: "eng", group: Pipeline,
+			help:  "tesseract languages, joined with + (eng+deu); each needs its package (tesseract-ocr-deu)",
+			doc:   "tesseract languages, joined with `+` (`eng+deu`); each needs its package (`tesseract-ocr-deu`); languages not installed are left out with a warning",
+			value: textValue(func(c *Config) *string { return &c.OCRLanguages }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				for _, l := range strings.Split(c.OCRLanguages, "+") {
+					if l == "" || strings.ContainsFunc(l, func(r rune) bool {
+						return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+					}) {
+						return problem(fmt.Sprintf("want tesseract language codes joined with +, such as eng+deu, got %q", c.OCRLanguages))
+					}
+				}
+				return nil
+			}},
+		{env: "MCP_docs_ocr_dpi", flag: "ocr-dpi", def: "300", group: Pipeline,
+			help:  "resolution PDF pages are rendered at for OCR",
+			value: intValue(func(c *Config) *int { return &c.OCRDPI }, between(70, 1200, " dpi"))},
+		{env: "MCP_docs_ocr_workers", flag: "ocr-workers", def: "1", group: Pipeline,
+			help: "pages recognised at once by the process (a tesseract each)", doc: "pages recognised at once by the process",
+			value: intValue(func(c *Config) *int { return &c.OCRWorkers }, between(1, 64, ""))},
+		{env: "MCP_docs_ocr_timeout_ms", flag: "ocr-timeout-ms", def: "60000", group: Pipeline,
+			help: "time allowed to render and recognise one page, in milliseconds", doc: "time allowed to render and recognise one page",
+			value: msValue(func(c *Config) *time.Duration { return &c.OCRTimeout })},
+		{env: "MCP_docs_ocr_max_pages", flag: "ocr-max-pages", def: "200", group: Pipeline,
+			help: "most pages of one document recognised; the others are noted as needing OCR", doc: "most pages of one document recognised; the others are noted as needing OCR",
+			value: intValue(func(c *Config) *int { return &c.OCRMaxPages }, between(1, 100000, " pages"))},
 
 		{env: "MCP_embed_provider", flag: "embed-provider", def: "local", group: Embed,
 			help: "local, openai or ollama", doc: "`local`, `openai` or `ollama`",

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
@@ -76,10 +76,26 @@ func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background
 	if !background {
 		policy.Interval = -1
 	}
+	engine, err := newOCR(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if background {
+		// A server says at start-up whether scans and images can be read.
+		pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		status := engine.Probe(pctx)
+		cancel()
+		level := slog.LevelInfo
+		if engine.Enabled() && !status.Available {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "ocr", "status", status)
+	}
 	in, err := docs.NewIngester(st, docs.IngestOptions{
 		Chunk:        chunk.Options{Size: cfg.ChunkSize, Overlap: cfg.ChunkOverlap},
 		MaxFileBytes: cfg.MaxFileBytes,
 		Workers:      cfg.Workers,
+		OCR:          engine,
 		Index:        policy,
 		Logger:       log,
 	})
@@ -87,6 +103,21 @@ func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background
 		return nil, fmt.Errorf("start ingestion: %w", err)
 	}
 	return in, nil
+}
+
+// newOCR builds the OCR engine of cfg (MCP_docs_ocr_*). Whether tesseract
+// and its languages are there is found on first use, or by Probe.
+func newOCR(cfg config.Config) (*ocr.Engine, error) {
+	mode, err := ocr.ParseMode(cfg.OCRMode)
+	if err != nil {
+		return nil, fmt.Errorf("MCP_docs_ocr_mode: %w", err)
+	}
+	engine, err := ocr.New(ocr.Options{Mode: mode, Languages: ocr.ParseLanguages(cfg.OCRLanguages), DPI: cfg.OCRDPI,
+		Workers: cfg.OCRWorkers, PageTimeout: cfg.OCRTimeout, MaxPages: cfg.OCRMaxPages})
+	if err != nil {
+		return nil, fmt.Errorf("OCR (MCP_docs_ocr_*): %w", err)
+	}
+	return engine, nil
 }
 
 // migratedStore opens the pool and the store of cfg and checks that the
@@ -160,7 +191,11 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 			local = append(local, a)
 		}
 	}
-	paths, skips, err := collectFiles(local, cfg.MaxFileBytes)
+	engine, err := newOCR(cfg)
+	if err != nil {
+		return err
+	}
+	paths, skips, err := collectFiles(local, extract.Limits{MaxBytes: cfg.MaxFileBytes, OCR: engine})
 	if err != nil {
 		return err
 	}
@@ -197,7 +232,7 @@ type skip struct {
 // cannot be extracted (judged by content and name, as an upload is). Files
 // named explicitly are always tried; a path that does not exist is an
 // error.
-func collectFiles(args []string, maxBytes int64) ([]string, []skip, error) {
+func collectFiles(args []string, limits extract.Limits) ([]string, []skip, error) {
 	var out []string
 	var skips []skip
 	seen := map[string]bool{}
@@ -238,7 +273,7 @@ func collectFiles(args []string, maxBytes int64) ([]string, []skip, error) {
 				skips = append(skips, skip{p, "hidden file"})
 				return nil
 			}
-			if why := skipReason(p, d, maxBytes); why != "" {
+			if why := skipReason(p, d, limits); why != "" {
 				skips = append(skips, skip{p, why})
 				return nil
 			}
@@ -254,8 +289,10 @@ func collectFiles(args []string, maxBytes int64) ([]string, []skip, error) {
 }
 
 // skipReason says why the file p met in a folder walk is not worth
-// ingesting, or returns "" when it is.
-func skipReason(p string, d fs.DirEntry, maxBytes int64) string {
+// ingesting, or returns "" when it is. Its type is told from its content as
+// an upload's is: a Word document saved as .bin is read, a legacy .doc is
+// skipped saying to save it as .docx, an image is read only with OCR.
+func skipReason(p string, d fs.DirEntry, limits extract.Limits) string {
 	// Stat follows a symbolic link: a link to a file counts as the file.
 	info, err := os.Stat(p)
 	switch {
@@ -270,39 +307,27 @@ func skipReason(p string, d fs.DirEntry, maxBytes int64) string {
 		return "not a regular file"
 	case info.Size() == 0:
 		return "empty file"
-	case info.Size() > maxBytes:
-		return fmt.Sprintf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), maxBytes>>20)
+	case info.Size() > limits.MaxBytes:
+		return fmt.Sprintf("too large: %s, over the limit of %d MB (MCP_docs_max_file_mb)", megabytes(info.Size()), limits.MaxBytes>>20)
 	}
-	head, err := readHead(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return "unreadable: " + errText(err)
 	}
-	if _, err := extract.DetectType(d.Name(), "", head); err != nil {
+	defer f.Close()
+	if _, err := limits.Detect(d.Name(), "", f, info.Size()); err != nil {
+		if !errors.Is(err, extract.ErrUnsupported) {
+			return "unreadable: " + extract.CleanMessage(errText(err))
+		}
 		kind := strings.TrimPrefix(err.Error(), extract.ErrUnsupported.Error()+": ")
 		if strings.HasPrefix(kind, `"`) {
-			// DetectType names the file when its content matched no
+			// Detection names the file when its content matched no
 			// known format and did not read as text.
 			kind = "binary content"
 		}
 		return "unsupported type: " + kind
 	}
 	return ""
-}
-
-// readHead returns the first bytes of the file at p, as many as
-// extract.DetectType looks at.
-func readHead(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	head := make([]byte, extract.SniffLen)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return head[:n], nil
 }
 
 // errText is the cause of a file system error without the path, which the

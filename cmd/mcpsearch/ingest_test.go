@@ -23,7 +23,8 @@ import (
 // that files are judged by content as uploads are, and that the summary
 // counts every file.
 func TestIngestFolderListsSkippedFiles(t *testing.T) {
-	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_max_file_mb": "1"}
+	// Without OCR an image cannot be read, whatever this machine has.
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_max_file_mb": "1", "MCP_docs_ocr_mode": "off"}
 	dir := t.TempDir()
 	write := func(name string, data []byte) {
 		t.Helper()
@@ -54,7 +55,7 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"image.png":  "unsupported type: PNG image",
+		"image.png":  "unsupported type: PNG image: reading images needs OCR: OCR is off",
 		"blob.dat":   "unsupported type: binary content",
 		"empty.txt":  "empty file",
 		"big.txt":    "too large: 1.0 MB, over the limit of 1 MB (MCP_docs_max_file_mb)",
@@ -228,5 +229,29 @@ func TestIngestThenIndex(t *testing.T) {
 	out, _, err = runCLI(t, vars, "index")
 	if err != nil || !strings.Contains(out, "already covers every chunk") {
 		t.Errorf("second index: %v %q", err, out)
+	}
+}
+
+// TestIngestOfficeFiles ingests a folder of office files named so that only
+// their content tells what they are, and a legacy Word file: the first are
+// read, the last skipped saying what to do.
+func TestIngestOfficeFiles(t *testing.T) {
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_ocr_mode": "off"}
+	dir := t.TempDir()
+	for from, to := range map[string]string{"deck.pptx": "deck", "budget.xlsx": "budget.dat", "contract.odt": "contract", "contract.doc": "old.doc"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "extract", "testdata", "formats", from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "office", dir)
+	if err != nil || !strings.HasPrefix(out, "3 ingested, 0 already present, 0 failed, 1 skipped;") {
+		t.Fatalf("ingest: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	if line := "skipped " + filepath.Join(dir, "old.doc") + ": unsupported type: legacy Word 97-2003 document (.doc): save it as .docx"; !strings.Contains(errOut, line) {
+		t.Errorf("stderr lacks %q:\n%s", line, errOut)
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // progress reports ingestion. Files skipped or failed are listed, one line
-// each, and, with verbose, every file ingested or already present too; on a
+// each, files ready with a note (pages that still need OCR) too, and, with
+// verbose, every file ingested or already present; on a
 // terminal a bar below them is redrawn at most ten times a second with the
 // files and chunks done, the rate and the time left. The closing summary
 // counts every file. Every line is cleaned: names and error texts may hold
@@ -67,8 +68,12 @@ func (p *progress) file(name string, f docs.File, err error) {
 		p.ready++
 		p.pages += f.PageCount
 		p.chunks += f.ChunkCount
-		if p.verbose {
+		// A note (pages of a scan that still need OCR) is always shown.
+		if p.verbose || f.Note != "" {
 			line = fmt.Sprintf("ready   %s: %d pages, %d chunks (id %s)", name, f.PageCount, f.ChunkCount, f.ID)
+			if f.Note != "" {
+				line += "; " + f.Note
+			}
 		}
 	}
 	if !p.tty {
