@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
@@ -32,6 +33,12 @@ import (
 // setDocs gives d a document store and an ingester on the database at url,
 // closed when the test ends, and returns the store.
 func setDocs(t testing.TB, d *Deps, url string) *docs.Store {
+	t.Helper()
+	return setDocsWith(t, d, url, docs.IngestOptions{})
+}
+
+// setDocsWith is setDocs with the ingester's options.
+func setDocsWith(t testing.TB, d *Deps, url string, opts docs.IngestOptions) *docs.Store {
 	t.Helper()
 	emb, err := embed.NewLocal(0)
 	if err != nil {
@@ -46,7 +53,7 @@ func setDocs(t testing.TB, d *Deps, url string) *docs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := docs.NewIngester(st, docs.IngestOptions{})
+	in, err := docs.NewIngester(st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +122,13 @@ func upload(t *testing.T, base, conv string, files map[string][]byte, header htt
 // waitReady polls list_files until every file of conv is ready.
 func (h *docsHarness) waitReady(t *testing.T, conv string, n int) ListFilesOutput {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return h.waitReadyWithin(t, conv, n, 30*time.Second)
+}
+
+// waitReadyWithin is waitReady with its own time limit.
+func (h *docsHarness) waitReadyWithin(t *testing.T, conv string, n int, limit time.Duration) ListFilesOutput {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		out := decode[ListFilesOutput](t, h.call(t, "list_files", map[string]any{"conversation_id": conv}))
 		ready := 0
@@ -779,5 +792,45 @@ func TestOfficeFilesCitedByTheirPlaces(t *testing.T) {
 		if got.Metadata.Location.Citation == "" || !strings.Contains(textOf(res), c.cited) {
 			t.Errorf("%q: get_chunk located at %+v:\n%s", c.query, got.Metadata.Location, textOf(res))
 		}
+	}
+}
+
+// TestScannedPDFThroughOCR uploads a scanned PDF (a text PDF rendered as
+// images) to a server whose ingester runs tesseract: its text is found by
+// search_docs and cited with its page and OCR. The test needs tesseract and
+// poppler-utils; without them it skips, unless MCPSEARCH_REQUIRE_OCR=1
+// (CI), where it fails.
+func TestScannedPDFThroughOCR(t *testing.T) {
+	engine, err := ocr.New(ocr.Options{DPI: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := engine.Probe(context.Background()); !st.Available || !st.Renderer {
+		if os.Getenv("MCPSEARCH_REQUIRE_OCR") == "1" {
+			t.Fatalf("OCR is required and not available: %s", st.Reason)
+		}
+		t.Skipf("OCR is not available (%s): install tesseract-ocr, tesseract-ocr-eng and poppler-utils", st.Reason)
+	}
+	url := pgtest.NewDatabase(t)
+	h := newHarnessDeps(t, func(c *config.Config) { c.Transports = []string{"http"} },
+		func(d *Deps) { setDocsWith(t, d, url, docs.IngestOptions{OCR: engine}) })
+	hs := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(hs.Close)
+	dh := &docsHarness{harness: h, http: hs}
+	scan, err := os.ReadFile(filepath.Join("..", "docs", "extract", "testdata", "formats", "scanned.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := upload(t, hs.URL, "scans", map[string][]byte{"scan.pdf": scan}, nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	dh.waitReadyWithin(t, "scans", 1, 5*time.Minute)
+	res := h.call(t, "search_docs", map[string]any{"query": "acceptance", "conversation_id": "scans", "mode": "keyword"})
+	out := decode[SearchDocsOutput](t, res)
+	if len(out.Chunks) == 0 {
+		t.Fatalf("the scan's text is not found: %s", textOf(res))
+	}
+	if l := out.Chunks[0].Location; !l.OCR || l.PageStart == 0 || !strings.Contains(textOf(res), "(OCR)") {
+		t.Errorf("a passage of the scan located at %+v:\n%s", l, textOf(res))
 	}
 }
