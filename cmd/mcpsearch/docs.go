@@ -26,14 +26,22 @@ import (
 	"github.com/mcpsearch/mcpsearch/pg"
 )
 
-// newEmbedder builds the configured embedder.
+// newEmbedder builds the configured embedder. A model2vec model that is
+// missing or damaged stops the command with the way to fix it: there is no
+// fallback to another embedder, whose vectors would not match the stored
+// ones.
 func newEmbedder(cfg config.Config) (embed.Embedder, error) {
-	e, err := embed.New(embed.Config{Provider: cfg.EmbedProvider, Model: cfg.EmbedModel, BaseURL: cfg.EmbedBaseURL,
-		APIKey: cfg.EmbedAPIKey, Dimensions: cfg.EmbedDimensions, BatchSize: cfg.EmbedBatchSize})
+	e, err := embed.New(embedConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("embedder (MCP_embed_*): %w", err)
 	}
 	return e, nil
+}
+
+// embedConfig is the embedder configuration of cfg.
+func embedConfig(cfg config.Config) embed.Config {
+	return embed.Config{Provider: cfg.EmbedProvider, Model: cfg.EmbedModel, ModelDir: cfg.EmbedModelDir, ModelsDir: cfg.EmbedModelsDir,
+		BaseURL: cfg.EmbedBaseURL, APIKey: cfg.EmbedAPIKey, Dimensions: cfg.EmbedDimensions, BatchSize: cfg.EmbedBatchSize}
 }
 
 // openPool opens the connection pool on DATABASE_URL, which it needs. It
@@ -55,7 +63,7 @@ func newStore(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.St
 	if err != nil {
 		return nil, err
 	}
-	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.VectorWeight, Logger: log})
+	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.VectorWeight, DefaultThreshold: cfg.Threshold, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open documents store: %w", err)
 	}

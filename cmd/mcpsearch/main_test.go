@@ -110,6 +110,11 @@ func TestHelp(t *testing.T) {
 		{args: []string{"audit", "-h"}, want: []string{"audit tail"}},
 		{args: []string{"audit", "tail", "--help"}, want: []string{"-n ", "-database-url"}, not: []string{"-transport", "-embed-provider"}},
 		{args: []string{"audit", "prune", "--help"}, want: []string{"-older-than", "-database-url"}, not: []string{"-transport", "-n "}},
+		{args: []string{"models", "--help"}, want: []string{"models pull", "models list"}, not: []string{"-embed-provider"}},
+		{args: []string{"models", "pull", "--help"}, want: []string{"-embed-model ", "-embed-models-dir", "-embed-model-dir", "-embed-hub-url", "-embed-hub-token"},
+			not: []string{"-database-url", "-embed-api-key", "-transport"}},
+		{args: []string{"models", "list", "--help"}, want: []string{"-embed-provider", "-embed-models-dir", "-embed-model-dir"}, not: []string{"-database-url", "-embed-hub-url"}},
+		{args: []string{"help", "models", "pull"}, want: []string{"-embed-hub-url"}},
 		{args: []string{"version", "--help"}, want: []string{"mcpsearch version"}, not: []string{"-database-url", "Flags"}},
 		{args: []string{"help", "ingest"}, want: []string{"-conversation"}},
 		{args: []string{"help", "audit", "prune"}, want: []string{"-older-than"}},
@@ -158,6 +163,11 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"config", "--bogus"},
 		{"reembed", "--bogus"},
 		{"audit", "frobnicate"},
+		{"models"},
+		{"models", "frobnicate"},
+		{"models", "list", "extra"},
+		{"models", "list", "--database-url", "postgres://h/db"},
+		{"models", "pull", "--chunk-size", "500"},
 	}
 	for _, args := range tests {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -175,7 +185,7 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 // TestCommandSettingsExist catches a command listing a setting flag that
 // config does not define.
 func TestCommandSettingsExist(t *testing.T) {
-	names := []string{"audit tail", "audit prune"}
+	names := []string{"audit tail", "audit prune", "models pull", "models list"}
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
