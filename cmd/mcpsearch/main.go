@@ -248,7 +248,7 @@ func helpFor(name string) commandHelp {
 			about: "Measure search quality (nDCG@10, recall) on a BEIR dataset: its corpus is ingested into a scratch\n" +
 				"conversation of the database at DATABASE_URL, searched with every judged query, then deleted.",
 			examples: []string{"mcpsearch eval --dataset docs/eval/testdata/minibeir --modes hybrid,keyword"},
-			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"vector-weight", "log-format"}),
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"log-format"}),
 		}
 	case "models":
 		return commandHelp{
