@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/embed/model2vec"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
 // fixtureRevision is the commit the fixture hub names for its repository.
@@ -289,5 +290,44 @@ func TestModelsConfigured(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, nil, "models", "list"); err == nil || !strings.Contains(err.Error(), "MCP_embed_models_dir") {
 		t.Errorf("list without a models folder: %v", err)
+	}
+}
+
+// TestReembedToPulledModel moves a conversation's chunks from the local
+// embedder to a pulled model2vec model, as a user changing model does, and
+// checks what reembed reports, that a second run has nothing to move, and
+// that the chunks are found with the new model.
+func TestReembedToPulledModel(t *testing.T) {
+	h := newFakeHub(t)
+	models := filepath.Join(t.TempDir(), "models")
+	db := pgtest.NewDatabase(t)
+	local := map[string]string{"DATABASE_URL": db}
+	dir := t.TempDir()
+	for i := range 5 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("note%d.txt", i)), []byte(fmt.Sprintf("Note %d: the hello world of tomatoes, number %d.", i, i)), 0o644)
+	}
+	if out, _, err := runCLI(t, local, "ingest", "--conversation", "c", dir); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	static := map[string]string{"DATABASE_URL": db, "MCP_embed_provider": "model2vec", "MCP_embed_model": "org/tiny", "MCP_embed_models_dir": models}
+	if _, _, err := runCLI(t, static, "reembed"); err == nil || !strings.Contains(err.Error(), "models pull org/tiny") {
+		t.Fatalf("reembed before the pull: %v", err)
+	}
+	if _, _, err := runCLI(t, map[string]string{"MCP_embed_hub_url": h.URL, "MCP_embed_models_dir": models}, "models", "pull", "org/tiny"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCLI(t, static, "reembed")
+	if err != nil || !strings.Contains(out, "every chunk now uses model2vec:org/tiny@0123456789ab (16 dimensions): 5 chunks moved") ||
+		!strings.Contains(errOut, "reembed: moving 5 chunks to model2vec:org/tiny@0123456789ab") || !strings.Contains(errOut, "chunks 5/5") {
+		t.Fatalf("reembed: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	out, _, err = runCLI(t, static, "reembed")
+	if err != nil || !strings.Contains(out, "nothing to move") {
+		t.Errorf("second reembed: %v\n%s", err, out)
+	}
+	// The index command sees the chunks under the new model.
+	out, _, err = runCLI(t, static, "index")
+	if err != nil || !strings.Contains(out, "model2vec:org/tiny@0123456789ab") {
+		t.Errorf("index after reembed: %v\n%s", err, out)
 	}
 }
