@@ -343,7 +343,7 @@ func settings() []setting {
 			help:  "texts per embedding request",
 			value: intValue(func(c *Config) *int { return &c.EmbedBatchSize }, atLeast(1))},
 
-		{env: "MCP_embed_hub_url", flag: "embed-hub-url", def: "https://huggingface.co", group: Hub,
+		{env: "MCP_embed_hub_url", flag: "hub-url", def: "https://huggingface.co", group: Hub,
 			help:  "the Hugging Face hub (or a mirror of it) mcpsearch models pull downloads from",
 			doc:   "the Hugging Face hub, or a mirror serving its `/resolve/` and `/api/models/` paths, that `mcpsearch models pull` downloads from",
 			value: textValue(func(c *Config) *string { return &c.HubURL }, strings.TrimSpace),
@@ -353,7 +353,7 @@ func settings() []setting {
 				}
 				return nil
 			}},
-		{env: "MCP_embed_hub_token", flag: "embed-hub-token", group: Hub,
+		{env: "MCP_embed_hub_token", flag: "hub-token", group: Hub,
 			help:  "token sent to the hub by mcpsearch models pull, for gated or private models",
 			doc:   "token `mcpsearch models pull` sends to the hub (gated or private models)",
 			value: textValue(func(c *Config) *string { return &c.HubToken }, strings.TrimSpace).shown(redact)},

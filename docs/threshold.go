@@ -12,7 +12,7 @@ const RemoteThreshold = 0.7
 
 // Model2VecThreshold is the default similarity threshold of model2vec
 // static embedding models. It is an estimate, not a measurement (the
-// models' hub cannot be reached from the machines this was written on):
+// models' hub cannot be reached from the machines the project is developed and tested on):
 // their vectors are means of token rows from which the common direction was
 // removed, so unrelated texts score near 0 and relevant passages well below
 // a transformer model's 0.7. `mcpsearch eval` prints the similarity of each
