@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -127,6 +128,9 @@ func (c *Config) LoadEnv(environ []string) error {
 			errs = append(errs, fmt.Errorf("environment variable %s: %w", s.env, err))
 		}
 	}
+	if strings.TrimSpace(env["MCP_embed_models_dir"]) == "" {
+		c.EmbedModelsDir = defaultModelsDir(env)
+	}
 	for _, name := range sortedKeys(env) {
 		m := toolVar.FindStringSubmatch(name)
 		if m == nil || strings.TrimSpace(env[name]) == "" {
@@ -156,6 +160,20 @@ func (c *Config) LoadEnv(environ []string) error {
 		c.RateLimits[tool] = rl
 	}
 	return errors.Join(errs...)
+}
+
+// defaultModelsDir is the per-user folder of pulled models, following the
+// XDG base directory convention: $XDG_DATA_HOME/mcpsearch/models, or
+// ~/.local/share/mcpsearch/models. Empty without either variable (the
+// models command then asks for MCP_embed_models_dir).
+func defaultModelsDir(env map[string]string) string {
+	if d := strings.TrimSpace(env["XDG_DATA_HOME"]); filepath.IsAbs(d) {
+		return filepath.Join(d, "mcpsearch", "models")
+	}
+	if h := strings.TrimSpace(env["HOME"]); filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "share", "mcpsearch", "models")
+	}
+	return ""
 }
 
 // parseEnviron turns KEY=VALUE lines into a map; the last value wins.

@@ -68,13 +68,28 @@ type Config struct {
 	OCRWorkers   int
 	OCRTimeout   time.Duration
 	OCRMaxPages  int
+	// Threshold is the similarity threshold of searches that set none; 0
+	// means auto, which the documents store resolves for its embedder
+	// (docs.Store.DefaultThreshold).
+	Threshold float64
 
-	EmbedProvider   string
-	EmbedModel      string
+	EmbedProvider string
+	EmbedModel    string
+	// EmbedModelsDir is where `mcpsearch models pull` installs model2vec
+	// models. LoadEnv sets it to the user's data folder when the
+	// environment names none.
+	EmbedModelsDir string
+	// EmbedModelDir is a model2vec model folder used as it is (copied by
+	// hand to a machine without network).
+	EmbedModelDir   string
 	EmbedBaseURL    string
 	EmbedAPIKey     string
 	EmbedDimensions int
 	EmbedBatchSize  int
+	// HubURL and HubToken are the Hugging Face hub models are pulled from
+	// and the token sent to it (gated or private models).
+	HubURL   string
+	HubToken string
 
 	// Auth is "" (keys when any are configured), "keys" or "none".
 	Auth           string
@@ -96,6 +111,8 @@ const (
 	Pipeline Group = "pipeline"
 	// Download is how pages are fetched by URL for ingestion.
 	Download Group = "download"
+	// Hub is where embedding models are downloaded from.
+	Hub Group = "hub"
 )
 
 // MaxFetchLength bounds the characters one fetch_url call returns.
@@ -283,8 +300,8 @@ func settings() []setting {
 			doc:   "memory PostgreSQL may use to build the vector index (its `maintenance_work_mem` for the build); about 2 KB per chunk of 384 dimensions builds fastest",
 			value: intValue(func(c *Config) *int { return &c.IndexBuildMemoryMB }, between(1, 2<<20, " megabytes"))},
 		{env: "MCP_docs_vector_weight", flag: "vector-weight", def: "auto",
-			help:  "weight of vector similarity against keywords (1) in hybrid search_docs: auto (1/3 with the local embedder, 1 otherwise) or a number above 0 up to 10",
-			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is 1/3 with the `local` embedder, 1 otherwise",
+			help:  "weight of vector similarity against keywords (1) in hybrid search_docs: auto (calibrated for the embedder: 0.01 for local, 0.5 for model2vec, 1 otherwise) or a number above 0 up to 10",
+			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is calibrated for the embedder (0.01 for `local`, 0.5 for `model2vec`, 1 otherwise; see [search modes](#documents-upload-search-quote))",
 			value: vectorWeightValue()},
 		{env: "MCP_docs_ocr_mode", flag: "ocr-mode", def: "auto", group: Pipeline,
 			help:  "reading scans and images with tesseract: auto (pages without a text layer, and images), force (every page) or off",
@@ -317,14 +334,33 @@ func settings() []setting {
 		{env: "MCP_docs_ocr_max_pages", flag: "ocr-max-pages", def: "200", group: Pipeline,
 			help: "most pages of one document recognised; the others are noted as needing OCR", doc: "most pages of one document recognised; the others are noted as needing OCR",
 			value: intValue(func(c *Config) *int { return &c.OCRMaxPages }, between(1, 100000, " pages"))},
+		{env: "MCP_docs_threshold", flag: "threshold", def: "auto",
+			help:  "similarity threshold of search_docs calls that set none: auto (calibrated for the embedder: 0.17 for local at 384 dimensions, 0.3 for model2vec, 0.7 otherwise) or a number above 0 up to 1",
+			doc:   "similarity threshold of `search_docs` calls that set none: `auto` is calibrated for the embedder (see [default similarity threshold](#documents-upload-search-quote))",
+			value: thresholdValue()},
 
 		{env: "MCP_embed_provider", flag: "embed-provider", def: "local", group: Embed,
-			help: "local, openai or ollama", doc: "`local`, `openai` or `ollama`",
-			value: textValue(func(c *Config) *string { return &c.EmbedProvider }, nil),
-			check: oneOf(func(c *Config) string { return c.EmbedProvider }, "local", "openai", "ollama")},
+			help: "local, model2vec, openai or ollama", doc: "`local`, `model2vec`, `openai` or `ollama`",
+			value: textValue(func(c *Config) *string { return &c.EmbedProvider }, func(v string) string { return strings.ToLower(strings.TrimSpace(v)) }),
+			check: oneOf(func(c *Config) string { return c.EmbedProvider }, "local", "model2vec", "openai", "ollama")},
 		{env: "MCP_embed_model", flag: "embed-model", group: Embed,
-			help: "embedding model name (openai, ollama)", doc: "remote model name",
-			value: textValue(func(c *Config) *string { return &c.EmbedModel }, nil)},
+			help:  "embedding model: the model name for openai and ollama; for model2vec a catalogue name (potion-retrieval-32M, the default, or potion-base-8M) or a pulled hub repository owner/name",
+			doc:   "model name (openai, ollama); for `model2vec` a catalogue name (empty: `potion-retrieval-32M`) or a pulled hub repository `owner/name`",
+			value: textValue(func(c *Config) *string { return &c.EmbedModel }, strings.TrimSpace)},
+		{env: "MCP_embed_models_dir", flag: "embed-models-dir", group: Embed,
+			help:  "folder mcpsearch models pull installs model2vec models into (default $XDG_DATA_HOME/mcpsearch/models, else ~/.local/share/mcpsearch/models)",
+			doc:   "folder `mcpsearch models pull` installs `model2vec` models into (empty: `$XDG_DATA_HOME/mcpsearch/models`, else `~/.local/share/mcpsearch/models`; the Docker image sets `/var/lib/mcpsearch/models`)",
+			value: textValue(func(c *Config) *string { return &c.EmbedModelsDir }, strings.TrimSpace)},
+		{env: "MCP_embed_model_dir", flag: "embed-model-dir", group: Embed,
+			help:  "a model2vec model folder to use as it is, such as one copied by hand to a machine without network (instead of a pulled model)",
+			doc:   "a `model2vec` model folder used as it is (copied by hand to a machine without network), instead of a pulled model",
+			value: textValue(func(c *Config) *string { return &c.EmbedModelDir }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				if c.EmbedModelDir != "" && c.EmbedProvider != "model2vec" {
+					return []string{fmt.Sprintf("a model folder is for MCP_embed_provider=model2vec, not %s", c.EmbedProvider)}
+				}
+				return nil
+			}},
 		{env: "MCP_embed_base_url", flag: "embed-base-url", group: Embed,
 			help: "base URL of the embedding API (openai: .../v1; ollama: http://host:11434)", doc: "remote API base URL",
 			value: textValue(func(c *Config) *string { return &c.EmbedBaseURL }, nil)},
@@ -344,6 +380,21 @@ func settings() []setting {
 		{env: "MCP_embed_batch_size", flag: "embed-batch-size", def: "64", group: Embed,
 			help:  "texts per embedding request",
 			value: intValue(func(c *Config) *int { return &c.EmbedBatchSize }, atLeast(1))},
+
+		{env: "MCP_embed_hub_url", flag: "hub-url", def: "https://huggingface.co", group: Hub,
+			help:  "the Hugging Face hub (or a mirror of it) mcpsearch models pull downloads from",
+			doc:   "the Hugging Face hub, or a mirror serving its `/resolve/` and `/api/models/` paths, that `mcpsearch models pull` downloads from",
+			value: textValue(func(c *Config) *string { return &c.HubURL }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				if u, err := url.Parse(c.HubURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return []string{fmt.Sprintf("want an http(s) URL such as https://huggingface.co, got %q", c.HubURL)}
+				}
+				return nil
+			}},
+		{env: "MCP_embed_hub_token", flag: "hub-token", group: Hub,
+			help:  "token sent to the hub by mcpsearch models pull, for gated or private models",
+			doc:   "token `mcpsearch models pull` sends to the hub (gated or private models)",
+			value: textValue(func(c *Config) *string { return &c.HubToken }, strings.TrimSpace).shown(redact)},
 
 		{env: "MCP_API_KEYS", flag: "api-keys",
 			help:  "comma-separated bearer API keys accepted on the HTTP transports and upload API",
@@ -392,6 +443,31 @@ func settings() []setting {
 // defaults they override.
 const perToolRows = "| `MCP_<tool>_rate_limit_per_minute`, `MCP_<tool>_rate_limit_burst` | `--rate-limit TOOL=N[/BURST]` | the defaults above | one tool's own bucket, e.g. `MCP_web_search_rate_limit_per_minute=10` |\n" +
 	"| `MCP_<tool>_rate_limit_global_per_minute` | | none | a ceiling on one tool for all callers together, on top of each key's bucket, e.g. `MCP_web_search_rate_limit_global_per_minute=120` to protect a small SearXNG |\n"
+
+// thresholdValue reads auto (0) or a similarity above 0 up to 1.
+func thresholdValue() value {
+	return value{
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if strings.EqualFold(v, "auto") {
+				c.Threshold = 0
+				return nil
+			}
+			th, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(th > 0 && th <= 1) {
+				return fmt.Errorf("want auto or a number above 0 up to 1, got %q", v)
+			}
+			c.Threshold = th
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.Threshold == 0 {
+				return "auto"
+			}
+			return strconv.FormatFloat(c.Threshold, 'g', -1, 64)
+		},
+	}
+}
 
 // vectorWeightValue reads auto (0) or a weight above 0 up to
 // maxVectorWeight.

@@ -10,6 +10,16 @@ import (
 // relevant match with a real embedding model.
 const RemoteThreshold = 0.7
 
+// Model2VecThreshold is the default similarity threshold of model2vec
+// static embedding models. It is an estimate, not a measurement (the
+// models' hub cannot be reached from the machines the project is developed and tested on):
+// their vectors are means of token rows from which the common direction was
+// removed, so unrelated texts score near 0 and relevant passages well below
+// a transformer model's 0.7. `mcpsearch eval` prints the similarity of each
+// query's best vector hit, relevant or not, to calibrate it on a corpus;
+// MCP_docs_threshold sets another.
+const Model2VecThreshold = 0.3
+
 // localModelPrefix names the local hashing embedder's recipe the local
 // threshold was calibrated on (embed.Local's model is this prefix and its
 // dimensions). A new recipe needs a new calibration.
@@ -33,15 +43,19 @@ func LocalThreshold(dims int) float64 {
 
 // DefaultThreshold returns the similarity threshold a Query without one
 // uses: Options.DefaultThreshold when set, otherwise the calibrated value
-// of the embedder in use, LocalThreshold for the local embedder and
-// RemoteThreshold for any other.
+// of the embedder in use: LocalThreshold for the local embedder,
+// Model2VecThreshold for model2vec models and RemoteThreshold for any
+// other.
 func (s *Store) DefaultThreshold() float64 {
 	if s.opts.DefaultThreshold > 0 {
 		return s.opts.DefaultThreshold
 	}
 	emb := s.Embedder()
-	if strings.HasPrefix(emb.Model(), localModelPrefix) {
+	switch m := emb.Model(); {
+	case strings.HasPrefix(m, localModelPrefix):
 		return LocalThreshold(emb.Dimensions())
+	case strings.HasPrefix(m, model2vecModelPrefix):
+		return Model2VecThreshold
 	}
 	return RemoteThreshold
 }

@@ -135,6 +135,7 @@ func TestDefaultThresholdPerEmbedder(t *testing.T) {
 	}{
 		{"local", local, Options{}, 0.17},
 		{"local behind a wrapper", failingEmbedder{local}, Options{}, 0.17},
+		{"model2vec model", namedEmbedder{local, "model2vec:minishlab/potion-base-8M@bf8b056651a2"}, Options{}, Model2VecThreshold},
 		{"other model", wordEmbedder{model: "words", dims: 64}, Options{}, RemoteThreshold},
 		{"set by the operator", local, Options{DefaultThreshold: 0.4}, 0.4},
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/embed/model2vec"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
@@ -175,6 +176,47 @@ func (s stack) redirect(t *testing.T, v string, endpoints map[string]string) str
 	return u.String()
 }
 
+// modelsVolume is where the stack keeps the embedding model.
+type modelsVolume struct {
+	// dir is the models folder inside the containers: the
+	// MCP_embed_models_dir the image (or the service) sets.
+	dir string
+	// volume is the named volume mcpsearch mounts there.
+	volume string
+}
+
+// modelsMount returns the models folder of the mcpsearch service and the
+// volume mounted on it.
+func modelsMount(t *testing.T, s stack) modelsVolume {
+	t.Helper()
+	var m modelsVolume
+	for _, kv := range s.final.env {
+		if v, ok := strings.CutPrefix(kv, "MCP_embed_models_dir="); ok {
+			m.dir = v
+		}
+	}
+	if v, ok := s.compose.services["mcpsearch"].environment["MCP_embed_models_dir"]; ok {
+		m.dir = v
+	}
+	if m.dir == "" {
+		t.Fatal("neither the Dockerfile nor the mcpsearch service sets MCP_embed_models_dir")
+	}
+	for _, v := range s.compose.services["mcpsearch"].volumes {
+		if src, rest, _ := strings.Cut(v, ":"); strings.TrimSuffix(rest, ":ro") == m.dir {
+			m.volume = src
+		}
+	}
+	if m.volume == "" {
+		t.Fatalf("mcpsearch mounts nothing at its models folder %s (volumes %q)", m.dir, s.compose.services["mcpsearch"].volumes)
+	}
+	return m
+}
+
+// setEnv returns env with name set to value.
+func setEnv(env []string, name, value string) []string {
+	return append(without(env, name), name+"="+value)
+}
+
 // containerPort returns the container side of the one port svc publishes.
 func containerPort(t *testing.T, svc composeService) string {
 	t.Helper()
@@ -246,7 +288,46 @@ func TestComposeStack(t *testing.T) {
 		t.Fatalf("mcpsearch-migrate (%q): %v\n%s", argv[1:], err, out)
 	}
 
+	// The models volume is a folder of this machine. The hub stand-in
+	// serves a small model of its own, named in place of the catalogue's,
+	// whose checksums are those of the real files.
+	models := modelsMount(t, s)
+	volume := filepath.Join(dir, "volume-"+models.volume)
+	h := newFakeHub(t)
+	standIn := func(env []string) []string {
+		env = setEnv(env, "MCP_embed_models_dir", volume)
+		env = setEnv(env, "MCP_embed_hub_url", h.URL)
+		if slices.Contains(env, "MCP_embed_model="+model2vec.DefaultModel) {
+			env = setEnv(env, "MCP_embed_model", "org/tiny")
+		}
+		return env
+	}
+	argv, env = s.process(t, "mcpsearch-models", bin, dir, endpoints)
+	env = standIn(env)
+	t.Run("model missing", func(t *testing.T) {
+		// Before the pull, the server refuses to start and says why.
+		argv, env := s.process(t, "mcpsearch", bin, dir, endpoints)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = standIn(env)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "run `mcpsearch models pull org/tiny`") {
+			t.Errorf("mcpsearch without its model: %v\n%s", err, out)
+		}
+	})
+	for i, want := range []string{"installed org--tiny", "is installed and intact"} {
+		pull := exec.Command(argv[0], argv[1:]...)
+		pull.Env = env
+		out, err := pull.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("mcpsearch-models (%q), start %d: %v\n%s", argv[1:], i+1, err, out)
+		}
+	}
+	if got := h.downloads(); len(got) != len(fixtureModelFiles) {
+		t.Errorf("two starts of mcpsearch-models downloaded %q; want each file once", got)
+	}
+
 	argv, env = s.process(t, "mcpsearch", bin, dir, endpoints)
+	env = standIn(env)
 	addr, i := flagValue(argv, "addr")
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -137,10 +137,44 @@ func TestDeploymentFilesAgree(t *testing.T) {
 		}
 	}
 
-	for _, want := range []string{"./cmd/mcpsearch", "CGO_ENABLED=0", "USER nonroot"} {
+	for _, want := range []string{"./cmd/mcpsearch", "CGO_ENABLED=0", "USER nonroot", "ca-certificates"} {
 		if !strings.Contains(read("Dockerfile"), want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
+	}
+
+	// The embedding model: mcpsearch-models pulls it into a named volume
+	// that mcpsearch reads, at the folder the image names, and mcpsearch
+	// starts only once the pull succeeded, with the same model.
+	models := modelsMount(t, s)
+	pull, serve := svc["mcpsearch-models"], svc["mcpsearch"]
+	if got := strings.Join(pull.command, " "); got != "models pull" || pull.build != "." {
+		t.Errorf("mcpsearch-models runs %q (build %q), want models pull from the Dockerfile", got, pull.build)
+	}
+	if got := serve.dependsOn["mcpsearch-models"]; got != "service_completed_successfully" {
+		t.Errorf("mcpsearch waits for mcpsearch-models with %q, want service_completed_successfully", got)
+	}
+	if _, ok := s.compose.volumes[models.volume]; !ok {
+		t.Errorf("the models folder is %q, not a named volume of the compose file", models.volume)
+	}
+	if !slices.Contains(pull.volumes, models.volume+":"+models.dir) {
+		t.Errorf("mcpsearch-models mounts %q; want %s:%s, writable", pull.volumes, models.volume, models.dir)
+	}
+	if !slices.Contains(serve.volumes, models.volume+":"+models.dir+":ro") {
+		t.Errorf("mcpsearch mounts %q; want %s:%s:ro", serve.volumes, models.volume, models.dir)
+	}
+	for _, k := range []string{"MCP_embed_provider", "MCP_embed_model", "MCP_embed_model_dir"} {
+		if pull.environment[k] != serve.environment[k] {
+			t.Errorf("%s is %q for mcpsearch-models and %q for mcpsearch", k, pull.environment[k], serve.environment[k])
+		}
+	}
+	// The volume starts as the image's folder: nonroot must own it.
+	var owned bool
+	for _, r := range s.final.runs {
+		owned = owned || strings.Contains(r, "mkdir -p "+models.dir) && strings.Contains(r, "chown -R nonroot:nonroot")
+	}
+	if !owned || s.final.user != "nonroot:nonroot" {
+		t.Errorf("Dockerfile: %s is not made and given to nonroot before USER nonroot (runs %q, user %q)", models.dir, s.final.runs, s.final.user)
 	}
 	if !slices.Contains(s.final.expose, containerPort(t, svc["mcpsearch"])) {
 		t.Errorf("Dockerfile exposes %v, compose publishes container port %s", s.final.expose, containerPort(t, svc["mcpsearch"]))

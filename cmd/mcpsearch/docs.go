@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -26,14 +27,22 @@ import (
 	"github.com/mcpsearch/mcpsearch/pg"
 )
 
-// newEmbedder builds the configured embedder.
+// newEmbedder builds the configured embedder. A model2vec model that is
+// missing or damaged stops the command with the way to fix it: there is no
+// fallback to another embedder, whose vectors would not match the stored
+// ones.
 func newEmbedder(cfg config.Config) (embed.Embedder, error) {
-	e, err := embed.New(embed.Config{Provider: cfg.EmbedProvider, Model: cfg.EmbedModel, BaseURL: cfg.EmbedBaseURL,
-		APIKey: cfg.EmbedAPIKey, Dimensions: cfg.EmbedDimensions, BatchSize: cfg.EmbedBatchSize})
+	e, err := embed.New(embedConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("embedder (MCP_embed_*): %w", err)
 	}
 	return e, nil
+}
+
+// embedConfig is the embedder configuration of cfg.
+func embedConfig(cfg config.Config) embed.Config {
+	return embed.Config{Provider: cfg.EmbedProvider, Model: cfg.EmbedModel, ModelDir: cfg.EmbedModelDir, ModelsDir: cfg.EmbedModelsDir,
+		BaseURL: cfg.EmbedBaseURL, APIKey: cfg.EmbedAPIKey, Dimensions: cfg.EmbedDimensions, BatchSize: cfg.EmbedBatchSize}
 }
 
 // openPool opens the connection pool on DATABASE_URL, which it needs. It
@@ -55,7 +64,7 @@ func newStore(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*docs.St
 	if err != nil {
 		return nil, err
 	}
-	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.VectorWeight, Logger: log})
+	st, err := docs.NewStore(pool, emb, docs.Options{VectorWeight: cfg.VectorWeight, DefaultThreshold: cfg.Threshold, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("open documents store: %w", err)
 	}
@@ -538,16 +547,87 @@ func runReembed(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	last := time.Time{}
-	err = st.Reembed(ctx, to, func(done, total int) {
-		if time.Since(last) > time.Second || done == total {
-			last = time.Now()
-			fmt.Fprintf(env.stderr, "reembed: %d/%d chunks\n", done, total)
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("reembed to %s: %w", to.Model(), err)
+	tty := false
+	if f, ok := env.stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
 	}
-	fmt.Fprintf(env.stdout, "every chunk now uses %s (%d dimensions)\n", to.Model(), to.Dimensions())
+	p := &reembedProgress{w: env.stderr, tty: tty, model: to.Model(), start: time.Now()}
+	err = st.Reembed(ctx, to, p.update)
+	p.finish()
+	if err != nil {
+		return fmt.Errorf("reembed to %s: %w (run the command again: it resumes with the files not moved yet)", to.Model(), err)
+	}
+	if p.total == 0 {
+		fmt.Fprintf(env.stdout, "every chunk already uses %s (%d dimensions): nothing to move\n", to.Model(), to.Dimensions())
+		return nil
+	}
+	elapsed := time.Since(p.start).Seconds()
+	fmt.Fprintf(env.stdout, "every chunk now uses %s (%d dimensions): %d chunks moved in %.1fs (%.0f chunks/s)\n",
+		to.Model(), to.Dimensions(), p.done, elapsed, float64(p.done)/max(elapsed, 0.001))
 	return nil
+}
+
+// reembedProgress reports a reembed: on a terminal a bar redrawn at most
+// ten times a second, otherwise a line every few seconds. Searches go on
+// meanwhile: each file moves in one transaction.
+type reembedProgress struct {
+	w           io.Writer
+	tty         bool
+	model       string
+	start       time.Time
+	drawn       time.Time
+	done, total int
+	announced   bool
+}
+
+func (p *reembedProgress) update(done, total int) {
+	p.done, p.total = done, total
+	if total == 0 {
+		return
+	}
+	if !p.announced {
+		p.announced = true
+		fmt.Fprintf(p.w, "reembed: moving %d chunks to %s, one file at a time; searches go on meanwhile, and an interrupted run resumes where it stopped\n", total, p.model)
+	}
+	every := 5 * time.Second
+	if p.tty {
+		every = 100 * time.Millisecond
+	}
+	if done < total && time.Since(p.drawn) < every {
+		return
+	}
+	p.drawn = time.Now()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K"+p.bar())
+		return
+	}
+	fmt.Fprintln(p.w, "reembed: "+p.bar())
+}
+
+// bar is the progress line: a bar, chunks moved, the rate and the time
+// left at that rate.
+func (p *reembedProgress) bar() string {
+	const width = 24
+	filled := 0
+	if p.total > 0 {
+		filled = width * min(p.done, p.total) / p.total
+	}
+	elapsed := max(time.Since(p.start).Seconds(), 0.001)
+	rate := float64(p.done) / elapsed
+	left := "--"
+	switch {
+	case p.done >= p.total:
+		left = "0s"
+	case rate > 0:
+		left = (time.Duration(float64(p.total-p.done)/rate) * time.Second).Round(time.Second).String()
+	}
+	return fmt.Sprintf("[%s%s] chunks %d/%d  %.0f chunks/s  left %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		p.done, p.total, rate, left)
+}
+
+// finish ends the bar's line on a terminal.
+func (p *reembedProgress) finish() {
+	if p.tty && !p.drawn.IsZero() {
+		fmt.Fprintln(p.w)
+	}
 }

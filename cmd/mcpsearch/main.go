@@ -45,6 +45,7 @@ func commands() []command {
 		{"delete", "delete a whole conversation's files: delete --conversation ID", runDelete},
 		{"reembed", "move every stored chunk to the configured embedding model", runReembed},
 		{"index", "build the vector index over the chunks stored since its last build", runIndex},
+		{"models", "download or list model2vec embedding models: models pull [NAME], models list", runModels},
 		{"eval", "measure search quality on a BEIR dataset: eval --dataset DIR", runEval},
 		{"audit", "show or prune the tool call audit: audit tail [-n N], audit prune --older-than 30d", runAudit},
 		{"config", "print the effective configuration, secrets redacted", runConfig},
@@ -173,6 +174,7 @@ var (
 	embedSettings    = config.Flags(config.Embed)
 	pipelineSettings = config.Flags(config.Pipeline)
 	fetchSettings    = config.Flags(config.Download)
+	hubSettings      = config.Flags(config.Hub)
 )
 
 func join(groups ...[]string) []string {
@@ -246,7 +248,37 @@ func helpFor(name string) commandHelp {
 			about: "Measure search quality (nDCG@10, recall) on a BEIR dataset: its corpus is ingested into a scratch\n" +
 				"conversation of the database at DATABASE_URL, searched with every judged query, then deleted.",
 			examples: []string{"mcpsearch eval --dataset docs/eval/testdata/minibeir --modes hybrid,keyword"},
-			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"vector-weight", "log-format"}),
+			settings: join(databaseSettings, embedSettings, pipelineSettings, []string{"log-format"}),
+		}
+	case "models":
+		return commandHelp{
+			usage: "mcpsearch models pull [NAME...] [flags]\n       mcpsearch models list [flags]",
+			about: "Download model2vec embedding models from the Hugging Face hub, or list them. Run 'mcpsearch models pull --help'\n" +
+				"or 'mcpsearch models list --help' for their flags.",
+			examples: []string{"mcpsearch models pull potion-retrieval-32M", "mcpsearch models list"},
+		}
+	case "models pull":
+		return commandHelp{
+			usage: "mcpsearch models pull [NAME...] [flags]",
+			about: "Download a model2vec model into MCP_embed_models_dir: a catalogue model (potion-retrieval-32M, potion-base-8M),\n" +
+				"pinned to a commit and checksums, or any hub repository owner/name[@revision], pinned when pulled. Without\n" +
+				"NAME, the configured model (MCP_embed_model, or potion-retrieval-32M). Every file's size and SHA-256 is\n" +
+				"checked and the folder appears complete or not at all; an interrupted pull resumes where it stopped, and a\n" +
+				"model already installed intact is not downloaded again (a repository named without a revision keeps the\n" +
+				"revision it was installed at).",
+			examples: []string{"mcpsearch models pull",
+				"mcpsearch models pull potion-base-8M",
+				"MCP_embed_models_dir=/srv/models mcpsearch models pull minishlab/potion-base-8M@main"},
+			settings: join(modelSettings, hubSettings),
+			args:     true,
+		}
+	case "models list":
+		return commandHelp{
+			usage: "mcpsearch models list [flags]",
+			about: "List the catalogue and the models in MCP_embed_models_dir with their state (installed, damaged, not installed),\n" +
+				"mark the configured one, and load it as a server would at start: the command fails when it cannot.",
+			examples: []string{"mcpsearch models list", "MCP_embed_provider=model2vec mcpsearch models list"},
+			settings: embedSettings,
 		}
 	case "audit":
 		return commandHelp{
