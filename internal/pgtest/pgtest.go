@@ -11,6 +11,12 @@
 // changing a migration builds a new template, and test binaries running in
 // parallel (go test runs packages concurrently) build each template once,
 // under an advisory lock.
+//
+// On a Citus cluster (the database of DATABASE_URL has the citus extension)
+// a test database is made on every node instead, with Citus and pgvector
+// created and the workers registered: see NewCitusDatabase, which gives
+// tests a database on the cluster of MCPSEARCH_CITUS_URL whatever
+// DATABASE_URL names, so that a suite can run against both.
 package pgtest
 
 import (
@@ -68,6 +74,9 @@ func NewDatabase(t testing.TB) string {
 	admin := adminURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if onCitus(ctx, t, admin) {
+		return newCitus(t, admin, true)
+	}
 	tmpl, err := ensureTemplate(ctx, admin)
 	if err != nil {
 		t.Fatalf("pgtest: template database: %v", err)
@@ -83,6 +92,9 @@ func NewEmptyDatabase(t testing.TB) string {
 	admin := adminURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if onCitus(ctx, t, admin) {
+		return newCitus(t, admin, false)
+	}
 	return create(ctx, t, admin, "template0")
 }
 
