@@ -38,7 +38,7 @@ readonly ROLE=mcpsearch
 readonly PASSWORD=mcpsearch
 readonly DB=mcpsearch
 readonly NODES=(coordinator worker1 worker2)
-readonly HOW_TO_GET_CITUS="run the citusdata/citus image (docker compose -f docker-compose.citus.yml up -d, then MCPSEARCH_CITUS_URL=postgres://mcpsearch:PASSWORD@127.0.0.1:9700/mcpsearch) or install Citus's packages (https://docs.citusdata.com/en/stable/installation/multi_node.html)"
+readonly HOW_TO_GET_CITUS="run the citusdata/citus image (docker compose -f docker-compose.yml -f docker-compose.citus.yml up -d citus-register, then set MCPSEARCH_CITUS_URL=postgres://mcpsearch:\$POSTGRES_PASSWORD@127.0.0.1:9700/mcpsearch) or install Citus's packages for PostgreSQL (https://docs.citusdata.com/en/stable/installation/multi_node.html)"
 
 action="${1:-start}"
 case $action in
@@ -239,6 +239,12 @@ as_postgres chmod 0600 "$passfile"
 for node in "${NODES[@]}"; do
 	dir="$data/$node"
 	port="$(port_of "$node")"
+	if running "$node"; then
+		continue
+	fi
+	if pg_isready -q -h 127.0.0.1 -p "$port" 2>/dev/null; then
+		die "port $port is taken by another server: set MCPSEARCH_CITUS_PORT to the first of three free ports"
+	fi
 	if ! as_root test -f "$dir/PG_VERSION"; then
 		log "creating $node (port $port) in $dir"
 		as_postgres "$bindir/initdb" -D "$dir" -U postgres --auth-local=peer --auth-host=scram-sha-256 \
@@ -253,16 +259,10 @@ for node in "${NODES[@]}"; do
 			unix_socket_directories = '$dir'
 			shared_preload_libraries = 'citus'
 			wal_level = logical
+			max_connections = 200
 			# Where a node reaches itself (CREATE DATABASE propagation, for one).
 			citus.local_hostname = '127.0.0.1'
-			max_connections = 200
 		CONF
-	fi
-	if running "$node"; then
-		continue
-	fi
-	if pg_isready -q -h 127.0.0.1 -p "$port" 2>/dev/null; then
-		die "port $port is taken by another server: set MCPSEARCH_CITUS_PORT to a free range of three ports"
 	fi
 	log "starting $node on 127.0.0.1:$port"
 	# 9>&-: the server must not inherit the lock, or it would hold it forever.

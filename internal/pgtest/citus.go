@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,7 +29,7 @@ const (
 // citusHowTo is the one line a skipped Citus test prints.
 const citusHowTo = EnvCitusURL + " is not set: skipping a test that needs a Citus cluster. " +
 	"Start one with `export " + EnvCitusURL + "=\"$(scripts/citus.sh)\"` (it needs Citus installed, or its source: see the script), " +
-	"or with docker compose -f docker-compose.citus.yml (the citusdata/citus image)"
+	"or with the citusdata/citus image: docker compose -f docker-compose.yml -f docker-compose.citus.yml up -d citus-register (see that file)"
 
 // CitusAdminURL returns MCPSEARCH_CITUS_URL, or ends the test: skipped when
 // it is not set, failed when MCPSEARCH_REQUIRE_CITUS=1 says it must be.
@@ -225,18 +226,76 @@ func onWorkers(ctx context.Context, db *pgx.Conn, workers []citusNode, sql strin
 	return errors.Join(errs...)
 }
 
-// dropCitus drops database name on every node.
+// dropCitus drops database name on every node: on the workers first,
+// through the coordinator, then on the coordinator. Citus could propagate
+// the coordinator's DROP DATABASE, but each node's maintenance daemon keeps
+// connecting to the database on the other nodes, so a drop can find a
+// session it must wait for ("database is being accessed by other users")
+// on one node after it dropped the database on another, and then never
+// succeed again. So connections are refused everywhere first, and each
+// node's drop, which does nothing where the database is gone, is tried
+// again until every node has dropped it.
 func dropCitus(ctx context.Context, admin, name string) error {
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return fmt.Errorf("connect to the coordinator: %w", err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `SET citus.enable_create_database_propagation = on`); err != nil {
+	id := pgx.Identifier{name}.Sanitize()
+	var valid bool
+	err = conn.QueryRow(ctx, `SELECT datconnlimit <> -2 FROM pg_database WHERE datname = $1`, name).Scan(&valid)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	// FORCE ends connections a test left open, on the workers too.
-	_, err = conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", pgx.Identifier{name}.Sanitize()))
+	if valid {
+		// Propagated to every node. A database a failed drop left invalid
+		// can only be dropped.
+		if _, err := conn.Exec(ctx, `SET citus.enable_create_database_propagation = on`); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" WITH ALLOW_CONNECTIONS false"); err != nil {
+			return fmt.Errorf("refuse connections: %w", err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `SET citus.enable_create_database_propagation = off`); err != nil {
+		return err
+	}
+	drop := "DROP DATABASE IF EXISTS " + id + " WITH (FORCE)"
+	for try := 1; ; try++ {
+		err := dropEverywhere(ctx, conn, drop)
+		if err == nil || try == 5 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// dropEverywhere runs drop on every worker, then on the coordinator.
+func dropEverywhere(ctx context.Context, conn *pgx.Conn, drop string) error {
+	rows, err := conn.Query(ctx, `SELECT nodename, nodeport, success, result FROM run_command_on_workers($1)`, drop)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	var n citusNode
+	var ok bool
+	var result string
+	if _, err := pgx.ForEachRow(rows, []any{&n.name, &n.port, &ok, &result}, func() error {
+		if !ok {
+			errs = append(errs, fmt.Errorf("worker %s:%d: %s", n.name, n.port, result))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	_, err = conn.Exec(ctx, drop)
 	return err
 }
 
