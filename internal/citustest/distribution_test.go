@@ -87,6 +87,11 @@ const visible = `NOT EXISTS (SELECT FROM conversation_purges p
 const hnswSQL = `CREATE INDEX CONCURRENTLY chunks_hnsw_m_3_1 ON chunks
 	USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE embedding_model = 'm' AND write_seq <= 1`
 
+// longIndex is an index name of docs' longest form (a 19-character model,
+// 4-digit dimensions, a digest and a 19-digit watermark): 63 bytes, to
+// which each shard's index would add its shard id.
+const longIndex = "chunks_hnsw_sentence_transforme_1024_a1b2c3_1234567890123456789"
+
 // shardCount is Citus's default number of shards of a distributed table.
 const shardCount = 32
 
@@ -245,6 +250,9 @@ func checkRouted(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 		{"upload: a file", `
 			INSERT INTO files (id, conversation_id, file_name, mime_type, size_bytes, sha256, upload_seq)
 			VALUES (gen_random_uuid(), $1, 'a.txt', 'text/plain', 3, 'abc', $2)`, []any{conv, 7}},
+		{"upload: files of the same bytes, locked", `
+			SELECT f.sha256, f.status FROM files f
+			WHERE f.conversation_id = $1 AND f.sha256 = ANY($2) ORDER BY f.id FOR UPDATE`, []any{conv, []string{"abc", "def"}}},
 		{"upload: its bytes", `INSERT INTO file_bytes (conversation_id, file_id, seq, data) VALUES ($1, $2, 0, 'abc')`, []any{conv, fileID}},
 		{"delete_file, given its conversation", `
 			DELETE FROM files f WHERE f.conversation_id = $2 AND f.id = $1 AND ` + visible + `
@@ -361,6 +369,28 @@ func checkRefused(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 			SELECT c.id::text, f.file_name FROM chunks c JOIN files f ON f.id = c.file_id
 			WHERE c.id = ANY($1::uuid[])`, []any{[]string{"8c1b9a4e-0000-4000-8000-000000000000"}}},
 			"the query contains a join that requires repartitioning"},
+		{statement{"now() in ON CONFLICT DO UPDATE of a reference table (BuildIndex)", `
+			INSERT INTO vector_indexes (embedding_model, dimensions, index_name, watermark, chunk_count, build_seconds)
+			VALUES ($1, 3, 'x', 5, 10, 1.0)
+			ON CONFLICT (embedding_model) DO UPDATE SET watermark = excluded.watermark, built_at = now()`, []any{"m"}},
+			"functions used in the DO UPDATE SET clause of INSERTs on distributed tables must be marked IMMUTABLE"},
+		{statement{"the oldest deletion to purge, locked (purgeStep)", `
+			SELECT conversation_id, floor FROM conversation_purges
+			ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED`, nil},
+			"could not run distributed query with FOR UPDATE/SHARE commands"},
+		{statement{"files to write postings for, locked by id (keyword postings backfill)", `
+			WITH todo AS (
+				SELECT id FROM files WHERE id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
+				ORDER BY id FOR UPDATE SKIP LOCKED)
+			UPDATE files f SET keyword_postings = v.p
+			FROM todo JOIN unnest($1::uuid[], $2::bytea[]) AS v(id, p) ON v.id = todo.id
+			WHERE f.id = todo.id`, []any{[]string{"8c1b9a4e-0000-4000-8000-000000000000"}, [][]byte{{0}}}},
+			"could not run distributed query with FOR UPDATE/SHARE commands"},
+		{statement{"files of the same bytes, locked through unnest, even of one conversation (storeUpload)", `
+			SELECT f.conversation_id, f.sha256, f.status FROM files f
+			JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
+			ORDER BY f.id FOR UPDATE OF f`, []any{[]string{"conv-1"}, []string{"x"}}},
+			"could not run distributed query with FOR UPDATE/SHARE commands"},
 		{statement{"now() in ON CONFLICT DO UPDATE (deleteConversation)", `
 			INSERT INTO conversation_purges AS p (conversation_id, floor) VALUES ($1, $2)
 			ON CONFLICT (conversation_id) DO UPDATE SET floor = greatest(p.floor, excluded.floor), requested_at = now()`, []any{"conv-1", 9}},
@@ -379,6 +409,14 @@ func checkRefused(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 			LEFT JOIN conversation_purges p ON p.conversation_id = n.c
 			ORDER BY n.c
 			ON CONFLICT (conversation_id) DO NOTHING`, []any{[]string{"conv-new", "conv-1"}}},
+		{"the vector index's row, its time from the row proposed", `
+			INSERT INTO vector_indexes (embedding_model, dimensions, index_name, watermark, chunk_count, build_seconds)
+			VALUES ($1, 3, 'x', 5, 10, 1.0)
+			ON CONFLICT (embedding_model) DO UPDATE SET watermark = excluded.watermark, built_at = excluded.built_at`, []any{"m"}},
+		{"audit: a batch through a temporary table (audit.Writer)", `
+			CREATE TEMP TABLE audit_stage (LIKE chat_mcp_tool_calls INCLUDING DEFAULTS) ON COMMIT DROP;
+			INSERT INTO audit_stage (id, tool_name) SELECT gen_random_uuid(), 'web_search' FROM generate_series(1, 5);
+			INSERT INTO chat_mcp_tool_calls SELECT * FROM audit_stage ON CONFLICT (id) DO NOTHING`, nil},
 		{"counters of several conversations, generations taken first", `
 			WITH d AS MATERIALIZED (
 				SELECT c, chunks, CASE WHEN bump THEN nextval('conversation_generation_seq') END AS gen
@@ -480,6 +518,25 @@ func checkVectorIndex(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 			t.Errorf("worker %s: %d shard indexes (%d invalid) for %d shards of chunks", w.node, shards, invalid, placements)
 		}
 	}
+	// A name at PostgreSQL's limit: the table keeps it, the shards' indexes
+	// get a shortened name with a hash and their shard id, so the
+	// coordinator's catalog (pg_indexes) is where docs finds its indexes.
+	if _, err := pool.Exec(ctx, `CREATE INDEX CONCURRENTLY `+longIndex+` ON chunks (write_seq)`); err != nil {
+		t.Fatalf("an index with a name of 63 bytes: %v", err)
+	}
+	var kept bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_indexes WHERE tablename = 'chunks' AND indexname = $1)`, longIndex).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if !kept {
+		t.Errorf("the coordinator lacks the index %s", longIndex)
+	}
+	for _, w := range onWorkers(ctx, t, pool, `SELECT count(*) FROM pg_indexes WHERE indexname ~ '^chunks_hnsw_sentence_transforme_.*_[0-9a-f]{8}_[0-9]+$'`) {
+		if !w.ok || w.result == "0" {
+			t.Errorf("worker %s: shard indexes named with a hash and the shard id: %v %s", w.node, w.ok, w.result)
+		}
+	}
+
 	// The shard's planner can serve a search of one conversation with the
 	// shard's index. Sorts and sequential scans are turned off, on the
 	// worker too, so that the test does not depend on the cost estimates
