@@ -13,10 +13,12 @@
 // under an advisory lock.
 //
 // On a Citus cluster (the database of DATABASE_URL has the citus extension)
-// a test database is made on every node instead, with Citus and pgvector
-// created and the workers registered: see NewCitusDatabase, which gives
+// a test database is made on every node instead, each node copying its own
+// copy of a template in which Citus and pgvector are created, the workers
+// registered and the migrations applied: see NewCitusDatabase, which gives
 // tests a database on the cluster of MCPSEARCH_CITUS_URL whatever
-// DATABASE_URL names, so that a suite can run against both.
+// DATABASE_URL names. So a suite runs on a Citus cluster when DATABASE_URL
+// names its coordinator (make test-citus).
 package pgtest
 
 import (
