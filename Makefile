@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test testdb-clean interop-deps bench extract-fixtures fmt vet clean embed-goldens
+.PHONY: build install uninstall compose-env run test test-citus citus-stop testdb-clean interop-deps bench extract-fixtures fmt vet clean embed-goldens
 
 # What the binary is built from (migrations are embedded), so that make
 # install rebuilds only when the binary is older than its sources.
@@ -52,6 +52,20 @@ run: build
 test: interop-deps
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+# The suites that use the documents store, again on a Citus cluster: every
+# test database is made on the coordinator and the workers. The cluster is
+# MCPSEARCH_CITUS_URL's, or the local one scripts/citus.sh starts (it needs
+# Citus installed, or its source: see the script). make test runs the
+# Citus-only tests too when MCPSEARCH_CITUS_URL is set.
+test-citus: interop-deps
+	@MCPSEARCH_CITUS_URL="$${MCPSEARCH_CITUS_URL:-$$(bash scripts/citus.sh)}" && export MCPSEARCH_CITUS_URL && \
+	DATABASE_URL="$$MCPSEARCH_CITUS_URL" MCPSEARCH_REQUIRE_CITUS=1 MCPSEARCH_INTEROP=1 \
+	$(GO) test -race -count=1 -timeout 30m ./docs/... ./interop/... ./ratelimit/... ./internal/citustest/...
+
+# Stop the three servers of the local Citus cluster (scripts/citus.sh).
+citus-stop:
+	@bash scripts/citus.sh stop
 
 # make test keeps one database per migration set, mcpsearch_tmpl_<hash>: the
 # migrated template each test package clones, so the next run skips the

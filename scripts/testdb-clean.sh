@@ -35,8 +35,15 @@ if [[ -z $dbs ]]; then
 	printf 'testdb-clean.sh: nothing to drop\n' >&2
 	exit 0
 fi
+# On a Citus coordinator the tests made each database on the workers too:
+# it is dropped there first, through the coordinator.
+citus="$(psql "$url" -XAtq -v ON_ERROR_STOP=1 -c "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')")"
 while IFS= read -r db; do
 	# The name came from the catalog; double any quote it holds.
-	psql "$url" -Xq -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS \"${db//\"/\"\"}\" WITH (FORCE)"
+	drop="DROP DATABASE IF EXISTS \"${db//\"/\"\"}\" WITH (FORCE)"
+	if [[ $citus == t ]]; then
+		psql "$url" -XAtq -v ON_ERROR_STOP=1 -v drop="$drop" <<<"SELECT nodename || ':' || nodeport || ': ' || result FROM run_command_on_workers(:'drop') WHERE NOT success" >&2
+	fi
+	psql "$url" -Xq -v ON_ERROR_STOP=1 -c "$drop"
 	printf 'testdb-clean.sh: dropped %s\n' "$db" >&2
 done <<<"$dbs"

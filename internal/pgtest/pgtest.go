@@ -11,6 +11,14 @@
 // changing a migration builds a new template, and test binaries running in
 // parallel (go test runs packages concurrently) build each template once,
 // under an advisory lock.
+//
+// On a Citus cluster (the database of DATABASE_URL has the citus extension)
+// a test database is made on every node instead, each node copying its own
+// copy of a template in which Citus and pgvector are created, the workers
+// registered and the migrations applied: see NewCitusDatabase, which gives
+// tests a database on the cluster of MCPSEARCH_CITUS_URL whatever
+// DATABASE_URL names. So a suite runs on a Citus cluster when DATABASE_URL
+// names its coordinator (make test-citus).
 package pgtest
 
 import (
@@ -68,6 +76,9 @@ func NewDatabase(t testing.TB) string {
 	admin := adminURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if onCitus(ctx, t, admin) {
+		return newCitus(t, admin, true)
+	}
 	tmpl, err := ensureTemplate(ctx, admin)
 	if err != nil {
 		t.Fatalf("pgtest: template database: %v", err)
@@ -83,6 +94,9 @@ func NewEmptyDatabase(t testing.TB) string {
 	admin := adminURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if onCitus(ctx, t, admin) {
+		return newCitus(t, admin, false)
+	}
 	return create(ctx, t, admin, "template0")
 }
 
