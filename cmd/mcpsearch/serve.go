@@ -173,8 +173,11 @@ const rateLimitConns = 4
 // an ingestion or an index build holding every connection would make each
 // call wait past MCP_rate_limit_db_timeout_ms and be decided without the
 // database. One connection is kept open so that a call after a quiet spell
-// does not pay for a new one within its timeout. The returned func closes
-// the pool.
+// does not pay for a new one within its timeout, and none is pinged before
+// use (pgx pings a connection idle for a second), so that a call stays one
+// round trip: a connection the server dropped fails its call, which is
+// decided without the database while the pool makes another. The returned
+// func closes the pool.
 func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter, func(), error) {
 	onFailure, err := ratelimit.ParseFailure(cfg.RateLimitOnDBFailure)
 	if err != nil {
@@ -186,6 +189,7 @@ func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter,
 	}
 	pcfg.MaxConns = rateLimitConns
 	pcfg.MinConns = 1
+	pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the rate limits' database pool: %w", err)
