@@ -354,7 +354,7 @@ func registerIndex(ctx context.Context, conn *pgx.Conn, model string, dims int, 
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (embedding_model) DO UPDATE
 		SET dimensions = excluded.dimensions, index_name = excluded.index_name, watermark = excluded.watermark,
-		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = now()`,
+		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = excluded.built_at`,
 		model, dims, name, watermark, covered, took.Seconds()); err != nil {
 		return 0, dbError("docs: build vector index", err)
 	}
