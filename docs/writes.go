@@ -308,7 +308,7 @@ func applyDelta(ctx context.Context, tx pgx.Tx, conv string, d *delta) (int64, b
 	if len(d.removed) > 0 && !empty {
 		b.Queue(`
 			INSERT INTO keyword_removals (conversation_id, generation, file_id)
-			SELECT $1, $2, f FROM unnest($3::uuid[]) AS f
+			SELECT $1::text, $2::bigint, f FROM unnest($3::uuid[]) AS f
 			ON CONFLICT DO NOTHING`, conv, gen, d.removed)
 		// Removals older than a day are pruned; a keyword index older
 		// than the generation of the last one pruned is rebuilt.
@@ -430,17 +430,65 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 	// in the way; they are being purged anyway.
 	b.Queue(`
 		DELETE FROM files f USING conversation_purges p
-		WHERE f.conversation_id = $1 AND f.sha256 = ANY($2::text[])
-		  AND p.conversation_id = $1 AND f.upload_seq <= p.floor`, conv, shas)
-	// The statuses of the files about to be replaced, locked.
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[])
+		  AND p.conversation_id = $1::text AND f.upload_seq <= p.floor`, conv, shas)
+	// The statuses of the files of the same bytes, locked, and which of
+	// them the uploads replace.
 	b.Queue(`
 		SELECT f.conversation_id, f.sha256, f.status FROM files f
-		WHERE f.conversation_id = $1 AND f.sha256 = ANY($2::text[])
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[])
 		ORDER BY f.id FOR UPDATE OF f`, conv, shas)
 	b.Queue(`
+		SELECT f.sha256, f.id FROM files f
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[]) AND `+reclaimable, conv, shas)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	type key struct{ conv, sha string }
+	before := map[key]string{}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	var k key
+	var status string
+	if _, err := pgx.ForEachRow(rows, []any{&k.conv, &k.sha, &status}, func() error { before[k] = status; return nil }); err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	// A file replaced keeps its id: the row proposed for it carries it.
+	replaced := map[string]uuid.UUID{}
+	var sha string
+	var id uuid.UUID
+	if _, err := pgx.ForEachRow(rows, []any{&sha, &id}, func() error { replaced[sha] = id; return nil }); err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	for i, nf := range files {
+		if id, ok := replaced[nf.up.sha256]; ok {
+			ids[i] = id
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	// Those locked rows are replaced; a file of the same bytes another
+	// write inserted meanwhile is the upload's, unless it failed. (The
+	// condition compares ids rather than being reclaimable itself: a
+	// distributed database takes neither a subquery nor a parameter in
+	// ON CONFLICT.)
+	rows, err = tx.Query(ctx, `
 		INSERT INTO files AS f (id, conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error, note,
 			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
-		SELECT id, $1, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
+		SELECT id, $1::text, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
 		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
 		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
 		FROM unnest($17::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
@@ -454,34 +502,14 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
 		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
 		    updated_at = excluded.updated_at
-		WHERE `+reclaimable+`
+		WHERE f.status = 'failed' OR f.id = excluded.id
 		RETURNING `+fileColumns,
 		conv, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes, ids)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, dbError("docs: record files", err)
-	}
-	type key struct{ conv, sha string }
-	before := map[key]string{}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, dbError("docs: record files", err)
-	}
-	var k key
-	var status string
-	if _, err := pgx.ForEachRow(rows, []any{&k.conv, &k.sha, &status}, func() error { before[k] = status; return nil }); err != nil {
-		return nil, dbError("docs: record files", err)
-	}
-	rows, err = br.Query()
 	if err != nil {
 		return nil, dbError("docs: record files", err)
 	}
 	done, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
 	if err != nil {
-		return nil, dbError("docs: record files", err)
-	}
-	if err := br.Close(); err != nil {
 		return nil, dbError("docs: record files", err)
 	}
 	out := make([]recorded, n)
@@ -502,7 +530,7 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 		// Held by another file of the conversation, ready or in
 		// progress: that file is the upload's.
 		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.conversation_id = $1 AND f.sha256 = $2`, files[i].up.conversationID, files[i].up.sha256))
+			WHERE f.conversation_id = $1::text AND f.sha256 = $2`, files[i].up.conversationID, files[i].up.sha256))
 		if err != nil {
 			return nil, dbError("docs: record files", err)
 		}
