@@ -83,8 +83,15 @@ func homes(ctx context.Context, q querier, id string) ([]string, error) {
 // is nil, and the arguments to append. Naming the conversation lets a
 // distributed database send the statement to one node.
 func idWhere(alias string, n int, id string, convs []string) (string, []any) {
-	if convs == nil {
-		return fmt.Sprintf("%s.id = $%d", alias, n), []any{id}
+	switch len(convs) {
+	case 0:
+		if convs == nil {
+			return fmt.Sprintf("%s.id = $%d", alias, n), []any{id}
+		}
+	case 1:
+		// An array parameter of one element is not enough for a
+		// distributed database to pick the shard.
+		return fmt.Sprintf("%s.id = $%d AND %s.conversation_id = $%d", alias, n, alias, n+1), []any{id, convs[0]}
 	}
 	return fmt.Sprintf("%s.id = $%d AND %s.conversation_id = ANY($%d::text[])", alias, n, alias, n+1), []any{id, convs}
 }

@@ -189,40 +189,46 @@ func lockConversations(ctx context.Context, tx pgx.Tx, convs []string) (map[stri
 // says, and returns its floor.
 func lockConversation(ctx context.Context, tx pgx.Tx, conv string) (int64, error) {
 	for range 5 {
-		// A new row starts a new generation and epoch, taken from the
-		// sequence by a subquery (on a distributed database, the
-		// coordinator's numbers, which grow in commit order); its floor
-		// tells searches which chunks a deleted incarnation left.
-		var created bool
-		err := tx.QueryRow(ctx, `
-			WITH n AS (
-				INSERT INTO conversation_stats (conversation_id, chunk_count, generation, epoch, write_floor)
-				SELECT $1, 0, g.g, g.g, coalesce((SELECT floor FROM conversation_purges WHERE conversation_id = $1), 0)
-				FROM (SELECT nextval('conversation_generation_seq') AS g) g
-				WHERE NOT EXISTS (SELECT FROM conversation_stats WHERE conversation_id = $1)
-				ON CONFLICT (conversation_id) DO NOTHING
-				RETURNING 1)
-			SELECT EXISTS (SELECT FROM n)`, conv).Scan(&created)
-		if err != nil {
+		var locked bool
+		err := tx.QueryRow(ctx, `SELECT true FROM conversation_stats WHERE conversation_id = $1 FOR UPDATE`, conv).Scan(&locked)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, dbError("docs: lock conversation", err)
 		}
-		if created {
+		if !locked {
+			// A new row starts a new generation and epoch, taken from the
+			// sequence here (on a distributed database the coordinator's
+			// numbers, which grow in commit order); its floor tells
+			// searches which chunks a deleted incarnation left.
+			var gen, floor int64
+			b := &pgx.Batch{}
+			b.Queue(`SELECT nextval('conversation_generation_seq')`).QueryRow(func(r pgx.Row) error { return r.Scan(&gen) })
+			b.Queue(`SELECT floor FROM conversation_purges WHERE conversation_id = $1`, conv).QueryRow(func(r pgx.Row) error {
+				if err := r.Scan(&floor); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				return nil
+			})
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return 0, dbError("docs: lock conversation", err)
+			}
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO conversation_stats (conversation_id, chunk_count, generation, epoch, write_floor)
+				VALUES ($1, 0, $2, $2, $3)
+				ON CONFLICT (conversation_id) DO NOTHING`, conv, gen, floor)
+			if err != nil {
+				return 0, dbError("docs: lock conversation", err)
+			}
+			if tag.RowsAffected() == 0 {
+				// Another write created it meanwhile: lock that one.
+				continue
+			}
 			// get_chunk finds the conversation of an id through its key.
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO conversation_keys (key, conversation_id) VALUES (conversation_key($1), $1)
 				ON CONFLICT DO NOTHING`, conv); err != nil {
 				return 0, dbError("docs: lock conversation", err)
 			}
-		}
-		var locked bool
-		if err := tx.QueryRow(ctx, `
-			SELECT true FROM conversation_stats WHERE conversation_id = $1 FOR UPDATE`, conv).Scan(&locked); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				// The row was deleted while this write waited for it: its
-				// conversation was deleted. Lock the new row.
-				continue
-			}
-			return 0, dbError("docs: lock conversation", err)
+			// The row inserted is this transaction's: locked.
 		}
 		// Read after the lock, in a new snapshot: every deletion that
 		// committed before it is seen.
