@@ -285,6 +285,22 @@ func (c *Config) RateLimitFor(tool string) RateLimit {
 	return rl
 }
 
+// SharedRateLimits reports whether the token buckets are kept in the
+// database, for every replica alike, rather than in this process: the
+// postgres store, or auto with a database and an HTTP transport. Replicas
+// are served over HTTP; a stdio process is its one client's, started by it,
+// so auto keeps its buckets in memory: sharing them would only pay a round
+// trip per call and make separate clients of one user spend one budget.
+func (c *Config) SharedRateLimits() bool {
+	switch c.RateLimitStore {
+	case "postgres":
+		return true
+	case "auto":
+		return c.DatabaseURL != "" && c.HTTP()
+	}
+	return false
+}
+
 // SearXNGURLs returns the configured SearXNG instances, in the order they
 // are tried.
 func (c *Config) SearXNGURLs() []string { return splitList(c.SearXNGURL) }

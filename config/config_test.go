@@ -114,12 +114,56 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{map[string]string{"MCP_allowed_origins": "not a url"}, nil, "MCP_allowed_origins"},
 		{nil, []string{"--rate-limit", "=3"}, "TOOL=PER_MINUTE"},
 		{nil, []string{"--transport", "carrier-pigeon"}, "unknown transport"},
+		{map[string]string{"MCP_rate_limit_store": "redis"}, nil, "MCP_rate_limit_store"},
+		{map[string]string{"MCP_rate_limit_store": "postgres"}, nil, "set DATABASE_URL"},
+		{map[string]string{"MCP_rate_limit_on_db_failure": "sometimes"}, nil, "MCP_rate_limit_on_db_failure"},
+		{nil, []string{"--rate-limit-db-timeout-ms", "0"}, "positive number of milliseconds"},
 	}
 	for _, tt := range tests {
 		_, err := load(t, tt.vars, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("vars %v args %v: error %v, want one naming %q", tt.vars, tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestSharedRateLimits: auto keeps the buckets in the database when one is
+// set and HTTP is served (replicas may run), in memory otherwise; memory
+// and postgres are kept to.
+func TestSharedRateLimits(t *testing.T) {
+	const db = "postgres://db/x"
+	tests := []struct {
+		store, transport, databaseURL string
+		want                          bool
+	}{
+		{"", "http", db, true},
+		{"auto", "sse", db, true},
+		{"AUTO", "http,sse", db, true},
+		{"auto", "stdio", db, false},
+		{"auto", "http", "", false},
+		{"memory", "http", db, false},
+		{"postgres", "stdio", db, true},
+		{" Postgres ", "http", db, true},
+	}
+	for _, tt := range tests {
+		vars := map[string]string{"MCP_transport": tt.transport, "DATABASE_URL": tt.databaseURL, "MCP_rate_limit_store": tt.store}
+		c, err := load(t, vars)
+		if err != nil {
+			t.Fatalf("%v: %v", vars, err)
+		}
+		if got := c.SharedRateLimits(); got != tt.want {
+			t.Errorf("%v: SharedRateLimits() = %v, want %v", vars, got, tt.want)
+		}
+	}
+	c, err := load(t, nil, "--rate-limit-on-db-failure", "Closed", "--rate-limit-db-timeout-ms", "40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RateLimitOnDBFailure != "closed" || c.RateLimitDBTimeout != 40*time.Millisecond {
+		t.Errorf("on failure %q, timeout %s; want closed, 40ms", c.RateLimitOnDBFailure, c.RateLimitDBTimeout)
+	}
+	if d := Default(); d.RateLimitStore != "auto" || d.RateLimitOnDBFailure != "local" || d.RateLimitDBTimeout != 250*time.Millisecond {
+		t.Errorf("defaults: store %q, on failure %q, timeout %s; want auto, local, 250ms", d.RateLimitStore, d.RateLimitOnDBFailure, d.RateLimitDBTimeout)
 	}
 }
 

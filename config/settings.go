@@ -44,6 +44,15 @@ type Config struct {
 	// RateLimit is the default bucket; RateLimits overrides it per tool.
 	RateLimit  RateLimit
 	RateLimits map[string]RateLimit
+	// RateLimitStore is where the buckets are kept: auto, memory or
+	// postgres. SharedRateLimits resolves auto.
+	RateLimitStore string
+	// RateLimitOnDBFailure decides the calls the database does not, with
+	// the postgres store: local, open or closed.
+	RateLimitOnDBFailure string
+	// RateLimitDBTimeout bounds the database's answer to one call's rate
+	// limit, with the postgres store.
+	RateLimitDBTimeout time.Duration
 
 	DocsEnabled bool
 	// DefaultConversation is used by the documents tools when a call names
@@ -264,6 +273,28 @@ func settings() []setting {
 				}
 				return nil
 			}},
+		{env: "MCP_rate_limit_store", flag: "rate-limit-store", def: "auto",
+			help:  "where the token buckets are kept: memory (each process its own), postgres (one budget per key and tool for every replica on DATABASE_URL) or auto (postgres when DATABASE_URL is set and HTTP or SSE is served, memory otherwise)",
+			doc:   "where the buckets are kept: `memory` (each process its own), `postgres` (one budget per key and tool for every replica on `DATABASE_URL`, one round trip per call) or `auto`: `postgres` when `DATABASE_URL` is set and HTTP or SSE is served, `memory` otherwise (see [shared rate limits](#shared-rate-limits))",
+			value: textValue(func(c *Config) *string { return &c.RateLimitStore }, func(v string) string { return strings.ToLower(strings.TrimSpace(v)) }),
+			check: func(c *Config) []string {
+				if p := oneOf(func(c *Config) string { return c.RateLimitStore }, "auto", "memory", "postgres")(c); p != nil {
+					return p
+				}
+				if c.RateLimitStore == "postgres" && c.DatabaseURL == "" {
+					return problem("postgres keeps the buckets in the database: set DATABASE_URL, or choose memory")
+				}
+				return nil
+			}},
+		{env: "MCP_rate_limit_on_db_failure", flag: "rate-limit-on-db-failure", def: "local",
+			help:  "with the postgres store, how calls are decided while the database fails or is slow: local (each process enforces the limits alone), open (let every call through) or closed (refuse every call)",
+			doc:   "with the `postgres` store, how calls are decided while the database fails or does not answer in time: `local` (each replica enforces the limits alone), `open` (every call passes) or `closed` (every call is refused, `RATE_LIMITED`)",
+			value: textValue(func(c *Config) *string { return &c.RateLimitOnDBFailure }, func(v string) string { return strings.ToLower(strings.TrimSpace(v)) }),
+			check: oneOf(func(c *Config) string { return c.RateLimitOnDBFailure }, "local", "open", "closed")},
+		{env: "MCP_rate_limit_db_timeout_ms", flag: "rate-limit-db-timeout-ms", def: "250",
+			help:  "with the postgres store, time the database has to decide one call's rate limit, in milliseconds; past it the call is decided as MCP_rate_limit_on_db_failure says",
+			doc:   "with the `postgres` store, time the database has to decide one call; past it the call is decided as `MCP_rate_limit_on_db_failure` says",
+			value: msValue(func(c *Config) *time.Duration { return &c.RateLimitDBTimeout })},
 
 		{env: "MCP_docs_enabled", flag: "docs-enabled", def: "true",
 			help:  "offer search_docs, list_files and get_chunk",

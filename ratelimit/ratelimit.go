@@ -18,12 +18,12 @@
 // alone for Options.Cooldown, so that an outage does not add the timeout to
 // every call.
 //
-// The table is described in schema.sql (Schema).
+// The table, rate_limit_buckets, is created by the migration
+// 011_rate_limit_buckets.sql (package migrations), which describes it.
 package ratelimit
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"math"
@@ -37,11 +37,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/time/rate"
 )
-
-// Schema creates the table the limiter keeps its buckets in.
-//
-//go:embed schema.sql
-var Schema string
 
 // Limit is a token bucket's rule.
 type Limit struct {
@@ -163,8 +158,8 @@ type Limiter struct {
 	local     localBuckets
 }
 
-// New returns a Limiter keeping its buckets in db, whose table Schema
-// creates.
+// New returns a Limiter keeping its buckets in db, a database migrated
+// by package migrations.
 func New(db DB, opts Options) *Limiter {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout

@@ -16,15 +16,11 @@ import (
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
-// newDatabase returns the URL of a fresh database holding the buckets'
-// table.
+// newDatabase returns the URL of a fresh migrated database, which holds
+// the buckets' table.
 func newDatabase(t testing.TB) string {
 	t.Helper()
-	u := pgtest.NewDatabase(t)
-	if _, err := openPool(t, u).Exec(context.Background(), Schema); err != nil {
-		t.Fatalf("schema: %v", err)
-	}
-	return u
+	return pgtest.NewDatabase(t)
 }
 
 // openPool opens a pool on u, closed when the test ends: one replica's.
@@ -370,5 +366,35 @@ func TestLimitedBuckets(t *testing.T) {
 	// z was named first: its state comes first in a Decision.
 	if !slices.Equal(order, []int{1, 0}) {
 		t.Errorf("state order %v, want [1 0]", order)
+	}
+}
+
+// TestTable checks the table the migrations make: unlogged, with room on
+// each page for HOT updates, and, on a Citus cluster, a table of the
+// coordinator alone, not distributed.
+func TestTable(t *testing.T) {
+	pool := openPool(t, newDatabase(t))
+	ctx := context.Background()
+	var persistence string
+	var options []string
+	if err := pool.QueryRow(ctx, `SELECT relpersistence::text, coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'rate_limit_buckets'::regclass`).Scan(&persistence, &options); err != nil {
+		t.Fatal(err)
+	}
+	if persistence != "u" || !slices.Contains(options, "fillfactor=50") {
+		t.Errorf("rate_limit_buckets: persistence %q, options %v; want unlogged (u) with fillfactor=50", persistence, options)
+	}
+	var citus bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('pg_dist_partition') IS NOT NULL`).Scan(&citus); err != nil {
+		t.Fatal(err)
+	}
+	if !citus {
+		return
+	}
+	var distributed bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'rate_limit_buckets'::regclass)`).Scan(&distributed); err != nil {
+		t.Fatal(err)
+	}
+	if distributed {
+		t.Error("rate_limit_buckets is a Citus table; it should stay a plain table of the coordinator")
 	}
 }

@@ -2,11 +2,16 @@ package server
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/ratelimit"
 )
 
 // BenchmarkWebSearchInProcess measures one web_search round trip through
@@ -31,4 +36,42 @@ func newBenchHarness(b *testing.B) *harness {
 		c.WebSearchCacheTTL = 0
 		c.RateLimit = config.RateLimit{}
 	})
+}
+
+// BenchmarkRateLimitStores measures a web_search call answered from the
+// cache, through the MCP client and the middleware, with the rate limits
+// kept in this process or in PostgreSQL: the difference is what the shared
+// store adds to a call, its one round trip. Limits are high enough never
+// to refuse.
+func BenchmarkRateLimitStores(b *testing.B) {
+	for _, store := range []string{"memory", "postgres"} {
+		b.Run(store, func(b *testing.B) {
+			h := newHarnessDeps(b, func(c *config.Config) {
+				c.RateLimit = config.RateLimit{PerMinute: 1 << 30, Burst: 1 << 30}
+			}, func(d *Deps) {
+				if store == "postgres" {
+					pool, err := pgxpool.New(context.Background(), pgtest.NewDatabase(b))
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(pool.Close)
+					d.RateLimits = ratelimit.New(pool, ratelimit.Options{Timeout: 5 * time.Second})
+				}
+			})
+			ctx := context.Background()
+			params := &mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "cached query", "max_results": 5}}
+			var took []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				res, err := h.session.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("call failed: %v %v", err, res)
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
 }

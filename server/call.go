@@ -38,6 +38,10 @@ type call struct {
 	failure *ToolError
 	// result is the structured content of a successful call.
 	result any
+	// limit is the caller's bucket of the tool once the rate limit decided
+	// the call; limited is false before that or when the tool has no limit.
+	limit   limitState
+	limited bool
 }
 
 // clientInfo names the client program, from initialize or the request's
@@ -77,6 +81,21 @@ func (c *call) fail(te *ToolError) {
 	c.mu.Lock()
 	c.failure = te
 	c.mu.Unlock()
+}
+
+// setLimit records the caller's bucket as the rate limit left it.
+func (c *call) setLimit(st limitState) {
+	c.mu.Lock()
+	c.limit, c.limited = st, true
+	c.mu.Unlock()
+}
+
+// limitState returns the caller's bucket as the rate limit left it; ok is
+// false when the call was not limited.
+func (c *call) limitState() (limitState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.limit, c.limited
 }
 
 func (c *call) succeed(result any) {

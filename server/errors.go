@@ -59,13 +59,19 @@ var (
 	errBadKey = errors.New("invalid API key")
 )
 
-// rateLimited is a call refused by a token bucket.
+// rateLimited is a call refused by a token bucket, or, unchecked, refused
+// because the shared buckets could not be read (MCP_rate_limit_on_db_failure
+// closed).
 type rateLimited struct {
-	tool string
-	wait time.Duration
+	tool      string
+	wait      time.Duration
+	unchecked bool
 }
 
 func (e *rateLimited) Error() string {
+	if e.unchecked {
+		return fmt.Sprintf("the rate limit of %s cannot be checked right now: retry in %s", e.tool, e.wait.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("rate limit of %s exceeded: retry in %s", e.tool, e.wait.Round(time.Millisecond))
 }
 

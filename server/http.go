@@ -141,10 +141,11 @@ func (s *Server) waitIdle(ctx context.Context) {
 
 // rateLimitHeaders adds X-RateLimit-Limit, -Remaining and -Reset to the
 // response of a streamable HTTP POST that calls a tool, describing the
-// caller's bucket of that tool as the response is written. The tool is
-// learnt from the MCP middleware, which has decoded the call, through a
-// holder this handler registers under an id it puts in a request header of
-// its own (the SDK hands the request's headers to the middleware).
+// caller's bucket of that tool as the call's rate limit left it. The call
+// is learnt from the MCP middleware, which has decoded and limited it,
+// through a holder this handler registers under an id it puts in a request
+// header of its own (the SDK hands the request's headers to the
+// middleware).
 //
 // Legacy SSE answers a POST with 202 before the call runs, so its POSTs
 // carry no such headers; the result on the event stream has the error.
@@ -159,19 +160,8 @@ func (s *Server) rateLimitHeaders(next http.Handler) http.Handler {
 		id := s.pending.add(h)
 		defer s.pending.remove(id)
 		r.Header.Set(callHeader, id)
-		caller := identityFrom(r.Context()).name()
 		next.ServeHTTP(&headerWriter{ResponseWriter: w, before: func(hdr http.Header) {
-			tool := h.tool()
-			if tool == "" {
-				return
-			}
-			st, ok := s.limits.state(caller, tool, s.now())
-			if !ok {
-				return
-			}
-			hdr.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
-			hdr.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
-			hdr.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
+			setRateHeaders(hdr, h.call())
 		}}, r)
 	})
 }
@@ -201,11 +191,19 @@ func (p *pendingCall) call() *call {
 	return p.c
 }
 
-func (p *pendingCall) tool() string {
-	if c := p.call(); c != nil {
-		return c.Tool
+// setRateHeaders describes the caller's bucket as c's rate limit left it:
+// nothing when c is nil, was not limited or did not reach the limiter.
+func setRateHeaders(h http.Header, c *call) {
+	if c == nil {
+		return
 	}
-	return ""
+	st, ok := c.limitState()
+	if !ok {
+		return
+	}
+	h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
 }
 
 // pendingCalls are the POSTs being answered, by id.

@@ -19,7 +19,10 @@ type metrics struct {
 	calls       *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	rateLimited *prometheus.CounterVec
-	cache       *prometheus.CounterVec
+	// rateLimitFallbacks counts calls the shared rate limit store did not
+	// decide (MCP_rate_limit_on_db_failure did).
+	rateLimitFallbacks *prometheus.CounterVec
+	cache              *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -35,11 +38,15 @@ func newMetrics() *metrics {
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpsearch_rate_limited_total", Help: "Tool calls rejected by the tool's token bucket.",
 		}, []string{"tool"}),
+		rateLimitFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpsearch_rate_limit_fallbacks_total",
+			Help: "Tool calls whose shared rate limit the database did not decide (it failed or was slow): MCP_rate_limit_on_db_failure decided them.",
+		}, []string{"tool"}),
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpsearch_web_search_cache_total", Help: "web_search cache lookups by result (hit or miss).",
 		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.rateLimited, m.cache,
+	m.reg.MustRegister(m.calls, m.latency, m.rateLimited, m.rateLimitFallbacks, m.cache,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

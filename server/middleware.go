@@ -81,8 +81,7 @@ func (s *Server) newCall(transport string, id identity, req *mcp.CallToolRequest
 // timeout. Every failure, whether the SDK refused the arguments or the tool
 // failed, ends as the contract's error result.
 func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.CallToolRequest, next func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
-	if ok, wait := s.limits.allow(c.Identity.name(), c.Tool, s.now()); !ok {
-		te := classify(ctx, &rateLimited{tool: c.Tool, wait: wait})
+	if te := s.rateLimit(ctx, c); te != nil {
 		c.fail(te)
 		return newErrorResult(req, te), nil
 	}
@@ -109,6 +108,30 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 	// revision; only its text becomes the contract's error body.
 	ctr.Content = []mcp.Content{&mcp.TextContent{Text: errorBody(o.failure)}}
 	return ctr, nil
+}
+
+// rateLimit takes the call's tokens; a refused call gets the contract's
+// error. A call the shared store could not decide is counted and its cause
+// logged.
+func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
+	d, err := s.limits.take(ctx, c.Identity.name(), c.Tool)
+	if err != nil {
+		return classify(ctx, err)
+	}
+	if d.limited {
+		c.setLimit(d.own)
+	}
+	if d.fallback {
+		s.metrics.rateLimitFallbacks.WithLabelValues(c.Tool).Inc()
+		if d.cause != nil {
+			s.log.Warn("rate limit store did not decide; calls are decided without it for a while",
+				"tool", c.Tool, "on_db_failure", s.cfg.RateLimitOnDBFailure, "error", d.cause)
+		}
+	}
+	if !d.allowed {
+		return classify(ctx, &rateLimited{tool: c.Tool, wait: d.wait, unchecked: d.unchecked})
+	}
+	return nil
 }
 
 // recovered runs next, turning a panic on the SDK's side of the call (schema

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -8,15 +9,62 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/ratelimit"
 )
 
-// limiters holds one token bucket per caller and tool: one tenant's calls
-// never spend another's tokens. A caller is an API key; without keys (stdio,
-// where each client runs its own process, or a loopback listener) all
-// callers share the tool's bucket.
-type limiters struct {
+// limiter decides whether a tool call may run. It takes one token from the
+// caller's bucket of the tool and, when the tool has a global ceiling, one
+// from the bucket all its callers share, or from neither: both are decided
+// together, so a call the ceiling refuses costs the caller nothing.
+//
+// A caller is an API key; without keys (stdio, where each client runs its
+// own process, or a loopback listener) all callers share the tool's bucket.
+// memoryLimiter keeps the buckets in this process; sharedLimiter keeps them
+// in PostgreSQL, so that every replica spends from one budget per key and
+// tool.
+type limiter interface {
+	// take decides one call of tool by caller. Its error reports that ctx
+	// ended before a decision; a store that fails is not an error but a
+	// fallback decision.
+	take(ctx context.Context, caller, tool string) (limitDecision, error)
+}
+
+// limitDecision is a limiter's answer for one call.
+type limitDecision struct {
+	allowed bool
+	// wait is, for a refused call, how long until every bucket it needs
+	// holds a token.
+	wait time.Duration
+	// own is the caller's bucket of the tool after the call, for the
+	// X-RateLimit-* headers; limited is false when the tool has no
+	// per-caller limit (own is then empty).
+	own     limitState
+	limited bool
+	// fallback reports a call the shared store did not decide, because the
+	// database failed or did not answer in time: MCP_rate_limit_on_db_failure
+	// decided it.
+	fallback bool
+	// unchecked reports a fallback refusal made without reading any bucket
+	// (MCP_rate_limit_on_db_failure closed).
+	unchecked bool
+	// cause is why the store did not decide, for the log; nil while the
+	// database is left alone after a failure.
+	cause error
+}
+
+// limitState is what the X-RateLimit-* headers report.
+type limitState struct {
+	Limit     int
+	Remaining int
+	Reset     time.Time
+}
+
+// memoryLimiter keeps one token bucket per caller and tool in this
+// process: one tenant's calls never spend another's tokens.
+type memoryLimiter struct {
 	mu      sync.Mutex
 	cfg     func(tool string) config.RateLimit
+	now     func() time.Time
 	buckets map[bucketKey]*bucket
 }
 
@@ -30,53 +78,55 @@ type bucket struct {
 	lim       *rate.Limiter
 }
 
-// limitState is what the X-RateLimit-* headers report.
-type limitState struct {
-	Limit     int
-	Remaining int
-	Reset     time.Time
-}
-
-func newLimiters(cfg func(tool string) config.RateLimit) *limiters {
-	return &limiters{cfg: cfg, buckets: map[bucketKey]*bucket{}}
-}
-
-func (l *limiters) get(caller, tool string) *bucket {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[bucketKey{caller, tool}]
-	if !ok {
-		rl := l.cfg(tool)
-		b = &bucket{perMinute: rl.PerMinute, burst: rl.Burst}
-		if rl.PerMinute > 0 {
-			b.lim = rate.NewLimiter(rate.Limit(float64(rl.PerMinute)/60), rl.Burst)
-		}
-		l.buckets[bucketKey{caller, tool}] = b
-	}
-	return b
+func newMemoryLimiter(cfg func(tool string) config.RateLimit, now func() time.Time) *memoryLimiter {
+	return &memoryLimiter{cfg: cfg, now: now, buckets: map[bucketKey]*bucket{}}
 }
 
 // globalCaller names the bucket all callers of a tool share when the tool
 // has a global ceiling; no API key can have this name.
 const globalCaller = "\x00global"
 
-// allow takes one token from the caller's bucket of tool and, when the tool
-// has a global ceiling, one from the bucket all callers share. When either
-// is empty it takes none and reports how long until a call may pass.
-func (l *limiters) allow(caller, tool string, now time.Time) (bool, time.Duration) {
-	own, ok, wait := take(l.get(caller, tool), now)
+func (l *memoryLimiter) take(_ context.Context, caller, tool string) (limitDecision, error) {
+	now := l.now()
+	rl := l.cfg(tool)
+	own := l.get(bucketKey{caller, tool}, rl.PerMinute, rl.Burst)
+	var global *bucket
+	if rl.Global > 0 {
+		global = l.get(bucketKey{globalCaller, tool}, rl.Global, rl.Global)
+	}
+	d := limitDecision{allowed: true}
+	r, ok, wait := reserve(own, now)
 	if !ok {
-		return false, wait
+		d.allowed, d.wait = false, wait
+	} else if _, ok, wait := reserve(global, now); !ok {
+		if r != nil {
+			r.CancelAt(now)
+		}
+		d.allowed, d.wait = false, wait
 	}
-	_, ok, wait = take(l.global(tool), now)
-	if !ok && own != nil {
-		own.CancelAt(now)
+	if own.lim != nil {
+		d.own, d.limited = own.state(now), true
 	}
-	return ok, wait
+	return d, nil
 }
 
-// take reserves a token of b; a nil reservation means b is not limited.
-func take(b *bucket, now time.Time) (*rate.Reservation, bool, time.Duration) {
+// get returns the bucket of k, made on first use.
+func (l *memoryLimiter) get(k bucketKey, perMinute, burst int) *bucket {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[k]
+	if !ok {
+		b = &bucket{perMinute: perMinute, burst: burst}
+		if perMinute > 0 {
+			b.lim = rate.NewLimiter(rate.Limit(float64(perMinute)/60), burst)
+		}
+		l.buckets[k] = b
+	}
+	return b
+}
+
+// reserve takes a token of b; a nil reservation means b is not limited.
+func reserve(b *bucket, now time.Time) (*rate.Reservation, bool, time.Duration) {
 	if b == nil || b.lim == nil {
 		return nil, true, 0
 	}
@@ -91,39 +141,41 @@ func take(b *bucket, now time.Time) (*rate.Reservation, bool, time.Duration) {
 	return r, true, 0
 }
 
-// global returns the shared bucket of tool, nil when it has no ceiling.
-func (l *limiters) global(tool string) *bucket {
-	rl := l.cfg(tool)
-	if rl.Global <= 0 {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := bucketKey{globalCaller, tool}
-	b, ok := l.buckets[k]
-	if !ok {
-		b = &bucket{perMinute: rl.Global, burst: rl.Global, lim: rate.NewLimiter(rate.Limit(float64(rl.Global)/60), rl.Global)}
-		l.buckets[k] = b
-	}
-	return b
-}
-
-// state reports the caller's bucket of tool at now; ok is false when the
-// tool is not limited.
-func (l *limiters) state(caller, tool string, now time.Time) (limitState, bool) {
-	b := l.get(caller, tool)
-	if b.lim == nil {
-		return limitState{}, false
-	}
+// state reports a limited bucket at now.
+func (b *bucket) state(now time.Time) limitState {
 	tokens := b.lim.TokensAt(now)
-	remaining := int(math.Floor(tokens))
-	if remaining < 0 {
-		remaining = 0
-	}
 	missing := float64(b.burst) - tokens
 	reset := now
 	if missing > 0 {
 		reset = now.Add(time.Duration(missing / (float64(b.perMinute) / 60) * float64(time.Second)))
 	}
-	return limitState{Limit: b.perMinute, Remaining: remaining, Reset: reset}, true
+	return limitState{Limit: b.perMinute, Remaining: max(int(math.Floor(tokens)), 0), Reset: reset}
+}
+
+// sharedLimiter keeps the buckets in PostgreSQL (package ratelimit): N
+// replicas on one database let through what one would, within the burst.
+// Each call is one round trip that decides the caller's bucket and the
+// tool's ceiling together.
+type sharedLimiter struct {
+	lim *ratelimit.Limiter
+	cfg func(tool string) config.RateLimit
+}
+
+func (l *sharedLimiter) take(ctx context.Context, caller, tool string) (limitDecision, error) {
+	rl := l.cfg(tool)
+	own := ratelimit.Limit{PerMinute: rl.PerMinute, Burst: rl.Burst}
+	d, err := l.lim.Allow(ctx, caller, tool, own, ratelimit.Limit{PerMinute: rl.Global})
+	if err != nil && !d.Degraded {
+		return limitDecision{}, err
+	}
+	out := limitDecision{allowed: d.Allowed, wait: d.RetryAfter, fallback: d.Degraded, cause: err,
+		unchecked: d.Degraded && !d.Allowed && len(d.States) == 0}
+	// The decision's states follow the buckets as given, the unlimited
+	// left out: the caller's comes first when it is limited. Open and
+	// closed fallbacks report none.
+	if rl.PerMinute > 0 && len(d.States) > 0 {
+		st := d.States[0]
+		out.own, out.limited = limitState{Limit: st.Limit, Remaining: st.Remaining, Reset: st.Reset}, true
+	}
+	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -134,7 +133,7 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := cs.CallTool(r.Context(), &mcp.CallToolParams{Meta: meta, Name: req.ToolName, Arguments: req.Params})
 	c := holder.call()
-	s.restRateHeaders(w, id, req.ToolName)
+	setRateHeaders(w.Header(), c)
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if errors.As(err, &rpc) {
@@ -188,18 +187,6 @@ func (s *Server) restSession(ctx context.Context, id identity) (*mcp.ClientSessi
 	}
 	s.restSessions[id.name()] = cs
 	return cs, nil
-}
-
-// restRateHeaders describes the caller's bucket of tool after the call.
-func (s *Server) restRateHeaders(w http.ResponseWriter, id identity, tool string) {
-	st, ok := s.limits.state(id.name(), tool, s.now())
-	if !ok {
-		return
-	}
-	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(st.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(st.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(st.Reset.Unix(), 10))
 }
 
 // writeRESTError answers an invocation that failed, with the status of the

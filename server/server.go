@@ -24,7 +24,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 
-	limits  *limiters
+	limits  limiter
 	metrics *metrics
 
 	// tools are the tools this server offers, by its configuration.
@@ -67,9 +67,13 @@ func newServer(cfg config.Config, deps Deps, log *slog.Logger, version string, d
 		deps:    deps,
 		log:     log,
 		version: version,
-		limits:  newLimiters(cfg.RateLimitFor),
 		metrics: newMetrics(),
 		now:     time.Now,
+	}
+	if deps.RateLimits != nil {
+		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: cfg.RateLimitFor}
+	} else {
+		s.limits = newMemoryLimiter(cfg.RateLimitFor, s.now)
 	}
 	s.servers = map[serverKey]*mcp.Server{}
 	s.tools = buildTools(toolEnv{deps: deps, cfg: cfg, metrics: s.metrics, log: log}, describeAll)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/ratelimit"
 )
 
 // Deps are the domain services the tools call, as the small interfaces the
@@ -34,6 +35,9 @@ type Deps struct {
 	APIKeys []APIKey
 	// Audit receives a record of every tool call; nil records nothing.
 	Audit *audit.Writer
+	// RateLimits keeps the token buckets in PostgreSQL, one budget per key
+	// and tool for every replica; nil keeps them in this process.
+	RateLimits *ratelimit.Limiter
 }
 
 // catalogue lists every tool mcpsearch has, in the order clients see them.

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
+	"github.com/mcpsearch/mcpsearch/ratelimit"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/server"
 )
@@ -52,25 +53,52 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	var deps server.Deps
-	if deps.APIKeys, err = loadKeys(cfg); err != nil {
+	srv, stop, err := newServer(ctx, cfg, log)
+	if err != nil {
 		return err
 	}
+	defer stop()
+	if cfg.Serves("stdio") {
+		return srv.ServeStdio(ctx)
+	}
+	return srv.ServeHTTP(ctx, nil)
+}
+
+// newServer builds the server serve runs for cfg, with every dependency
+// the configuration asks for. stop, called once the server is done,
+// flushes the audit, drains the ingester and closes the database pools, in
+// that order.
+func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *server.Server, stop func(), err error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	var deps server.Deps
+	if deps.APIKeys, err = loadKeys(cfg); err != nil {
+		return nil, nil, err
+	}
 	if err := server.CheckExposure(cfg, deps.APIKeys); err != nil {
-		return usageError{err}
+		return nil, nil, usageError{err}
 	}
 	if cfg.WebSearchEnabled {
 		p, err := searxng.NewPool(cfg.SearXNGURLs(), searxng.PoolOptions{Logger: log},
 			searxng.WithTimeout(cfg.WebSearchTimeout), searxng.WithUserAgent("mcpsearch/"+version))
 		if err != nil {
-			return usageError{fmt.Errorf("MCP_web_search_searxng_url: %w", err)}
+			return nil, nil, usageError{fmt.Errorf("MCP_web_search_searxng_url: %w", err)}
 		}
 		deps.Search = p
 	}
 	if cfg.FetchURLEnabled {
 		f, err := newFetcher(cfg)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		deps.Fetch = f
 	}
@@ -79,31 +107,39 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 	var pool *pgxpool.Pool
 	if cfg.DatabaseURL != "" {
 		if pool, err = openPool(ctx, cfg); err != nil {
-			return err
+			return nil, nil, err
 		}
-		// Deferred first, so the pool closes after the ingester drained
-		// and the audit writer flushed.
-		defer pool.Close()
+		// First, so the pool closes after the ingester drained and the
+		// audit writer flushed.
+		closers = append(closers, pool.Close)
 		if err := checkMigrated(ctx, pool, log); err != nil {
-			return err
+			return nil, nil, err
 		}
+	}
+	if cfg.SharedRateLimits() {
+		lim, closeLim, err := newRateLimiter(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, closeLim)
+		deps.RateLimits = lim
 	}
 	if cfg.DocsEnabled {
 		st, err := openDocs(ctx, cfg, pool, log)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if st != nil {
 			in, err := newIngester(cfg, st, log, true)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			defer in.Close()
+			closers = append(closers, func() { in.Close() })
 			deps.Docs, deps.Ingest = st, in
 		}
 	}
 	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
-	defer func() {
+	closers = append(closers, func() {
 		// Flush what is queued; rows the database does not take in time go
 		// to the log.
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -111,19 +147,54 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		if err := deps.Audit.Close(fctx); err != nil {
 			log.Error("audit flush", "error", err)
 		}
-	}()
-	srv := server.New(cfg, deps, log, version)
+	})
+	srv = server.New(cfg, deps, log, version)
 	if pool != nil {
 		if err := srv.Register(server.PoolMetrics(pool)...); err != nil {
-			return fmt.Errorf("metrics: %w", err)
+			return nil, nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","),
-		"web_search", deps.Search != nil, "docs", deps.Docs != nil)
-	if cfg.Serves("stdio") {
-		return srv.ServeStdio(ctx)
+	rateLimits := "memory"
+	if deps.RateLimits != nil {
+		rateLimits = "postgres"
 	}
-	return srv.ServeHTTP(ctx, nil)
+	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","),
+		"web_search", deps.Search != nil, "docs", deps.Docs != nil, "rate_limits", rateLimits)
+	return srv, closeAll, nil
+}
+
+// rateLimitConns bounds the connections of the rate limiter's pool. A call
+// holds one for one round trip, well under a millisecond on a local
+// network, so a few serve thousands of calls a second.
+const rateLimitConns = 4
+
+// newRateLimiter keeps the token buckets in the database of cfg, with a
+// pool of their own: in the pool the documents store and the audit share,
+// an ingestion or an index build holding every connection would make each
+// call wait past MCP_rate_limit_db_timeout_ms and be decided without the
+// database. One connection is kept open so that a call after a quiet spell
+// does not pay for a new one within its timeout, and none is pinged before
+// use (pgx pings a connection idle for a second), so that a call stays one
+// round trip: a connection the server dropped fails its call, which is
+// decided without the database while the pool makes another. The returned
+// func closes the pool.
+func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter, func(), error) {
+	onFailure, err := ratelimit.ParseFailure(cfg.RateLimitOnDBFailure)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("MCP_rate_limit_on_db_failure: %w", err)}
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("DATABASE_URL: %w", err)}
+	}
+	pcfg.MaxConns = rateLimitConns
+	pcfg.MinConns = 1
+	pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the rate limits' database pool: %w", err)
+	}
+	return ratelimit.New(pool, ratelimit.Options{Timeout: cfg.RateLimitDBTimeout, OnFailure: onFailure}), pool.Close, nil
 }
 
 // checkMigrated refuses a database without the schema: audit rows (and

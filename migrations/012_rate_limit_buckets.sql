@@ -1,4 +1,6 @@
--- Token buckets shared by every replica of the server (package ratelimit).
+-- Token buckets shared by every replica of the server (package ratelimit),
+-- used when MCP_rate_limit_store is postgres (the default of an HTTP server
+-- with a database).
 --
 -- One row per bucket: a caller's bucket of a tool ('search_docs:key-1a2b')
 -- or the bucket all callers of a tool share ('search_docs'). tokens is what
