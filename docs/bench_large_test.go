@@ -298,7 +298,7 @@ func loadConversation(ctx context.Context, s *testStore, emb embed.Embedder, c *
 			return err
 		}
 		// As ingestion writes them.
-		built, err := buildPostings(ctx, tx, files)
+		built, err := buildPostings(ctx, tx, conv, files)
 		if err != nil {
 			return err
 		}

@@ -161,7 +161,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 		name string
 		run  func() error
 	}{
-		{"claim files to process (every 5 s per worker)", func() error { _, _, err := s.claimFiles(ctx, c, claimMaxFiles, claimBytes); return err }},
+		{"claim files to process (every 5 s per worker)", func() error { _, _, err := s.claimFiles(ctx, &c, claimMaxFiles, claimBytes); return err }},
 		{"look for a conversation to purge (every 5 s)", func() error { _, err := s.purgeStep(ctx); return err }},
 		{"check whether an index build is due (every 5 s)", func() error { _, err := s.buildCandidate(ctx, 2000); return err }},
 	}

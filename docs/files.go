@@ -98,7 +98,12 @@ func (s *Store) GetFile(ctx context.Context, id string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f WHERE f.id = $1 AND `+visible, id))
+	convs, err := homes(ctx, s.pool, id)
+	if err != nil {
+		return File{}, err
+	}
+	where, args := idWhere("f", 1, id, convs)
+	f, err := scanFile(s.pool.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f WHERE `+where+` AND `+visible, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return File{}, fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
 	}
@@ -115,8 +120,13 @@ func (s *Store) FileText(ctx context.Context, id string) (File, string, error) {
 	if err != nil {
 		return File{}, "", err
 	}
+	convs, err := homes(ctx, s.pool, id)
+	if err != nil {
+		return File{}, "", err
+	}
+	where, args := idWhere("f", 1, id, convs)
 	var text *string
-	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, f.extracted_text FROM files f WHERE f.id = $1 AND `+visible, id)
+	row := s.pool.QueryRow(ctx, `SELECT `+fileColumns+`, f.extracted_text FROM files f WHERE `+where+` AND `+visible, args...)
 	f, err := scanFile(row, &text)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return File{}, "", fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
@@ -136,13 +146,18 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 	if err != nil {
 		return Chunk{}, err
 	}
+	convs, err := homes(ctx, s.pool, id)
+	if err != nil {
+		return Chunk{}, err
+	}
+	where, args := idWhere("c", 1, id, convs)
 	var c Chunk
 	var loc *string
 	err = s.pool.QueryRow(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id, c.content,
 		       c.ordinal, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
-		FROM chunks c JOIN files f ON f.id = c.file_id
-		WHERE c.id = $1 AND `+visible, id).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
+		FROM chunks c JOIN files f ON f.conversation_id = c.conversation_id AND f.id = c.file_id
+		WHERE `+where+` AND `+visible, args...).Scan(&c.ID, &c.FileID, &c.FileName, &c.ConversationID, &c.Content,
 		&c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &loc, &c.CharStart, &c.CharEnd, &c.Source)
 	c.Location = chunkLocation(loc, c.PageStart, c.PageEnd)
 	if errors.Is(err, pgx.ErrNoRows) {

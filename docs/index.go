@@ -217,10 +217,11 @@ func (s *Store) IndexState(ctx context.Context) (IndexState, error) {
 func (s *Store) buildCandidate(ctx context.Context, fresh int64) (bool, error) {
 	var found bool
 	err := s.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT FROM conversation_models
-			WHERE embedding_model = $1 AND chunks > covered AND chunks - covered >= $2 AND chunks > $3)`,
+		SELECT true FROM conversation_models
+		WHERE embedding_model = $1 AND chunks > covered AND chunks - covered >= $2 AND chunks > $3
+		LIMIT 1`,
 		s.Embedder().Model(), fresh, s.exactChunks).Scan(&found)
-	if err != nil {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return false, dbError("docs: vector index", err)
 	}
 	return found, nil
@@ -354,7 +355,7 @@ func registerIndex(ctx context.Context, conn *pgx.Conn, model string, dims int, 
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (embedding_model) DO UPDATE
 		SET dimensions = excluded.dimensions, index_name = excluded.index_name, watermark = excluded.watermark,
-		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = now()`,
+		    chunk_count = excluded.chunk_count, build_seconds = excluded.build_seconds, built_at = excluded.built_at`,
 		model, dims, name, watermark, covered, took.Seconds()); err != nil {
 		return 0, dbError("docs: build vector index", err)
 	}
@@ -414,11 +415,31 @@ func dropListed(ctx context.Context, conn *pgx.Conn, query string, args ...any) 
 // uses any more, as after mcpsearch reembed moved every chunk to model,
 // with their rows in vector_indexes.
 func dropUnused(ctx context.Context, conn *pgx.Conn, model string) error {
-	return dropListed(ctx, conn, `
-		DELETE FROM vector_indexes v
-		WHERE embedding_model <> $1
-		  AND NOT EXISTS (SELECT FROM files f WHERE f.embedding_model = v.embedding_model AND f.status = 'ready')
-		RETURNING index_name`, model)
+	rows, err := conn.Query(ctx, `SELECT embedding_model FROM vector_indexes WHERE embedding_model <> $1`, model)
+	if err != nil {
+		return dbError("docs: drop vector index", err)
+	}
+	others, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return dbError("docs: drop vector index", err)
+	}
+	// One model at a time: on a distributed database vector_indexes is a
+	// reference table, which a statement that also reads files cannot
+	// change.
+	for _, m := range others {
+		var used bool
+		err := conn.QueryRow(ctx, `SELECT true FROM files WHERE embedding_model = $1 AND status = 'ready' LIMIT 1`, m).Scan(&used)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return dbError("docs: drop vector index", err)
+		}
+		if used {
+			continue
+		}
+		if err := dropListed(ctx, conn, `DELETE FROM vector_indexes WHERE embedding_model = $1 RETURNING index_name`, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropLegacy drops the vector indexes of versions before migration 007,

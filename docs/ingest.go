@@ -126,9 +126,9 @@ type Ingester struct {
 	// yet taken by a worker (those are in pending): QueueSize bounds it.
 	slots chan struct{}
 	// pending maps the files submitted here, not yet taken by a worker, to
-	// the bytes kept for it (nil when the file was too large to keep).
+	// their conversation and the bytes kept for them.
 	pendingMu sync.Mutex
-	pending   map[string][]byte
+	pending   map[string]pendingUpload
 	// wake tells an idle worker that a file was submitted.
 	wake chan struct{}
 
@@ -186,7 +186,7 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 		opts:    opts,
 		log:     opts.Logger,
 		slots:   make(chan struct{}, opts.QueueSize),
-		pending: map[string][]byte{},
+		pending: map[string]pendingUpload{},
 		wake:    make(chan struct{}, opts.Workers),
 		stop:    make(chan struct{}),
 	}
@@ -637,21 +637,23 @@ func (s *Store) duplicates(ctx context.Context, ups []upload) (map[string]File, 
 	for i, up := range ups {
 		convs[i], shas[i] = up.conversationID, up.sha256
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+fileColumns+` FROM files f
-		JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
-		WHERE NOT `+reclaimable+` AND `+visible, convs, shas)
-	if err != nil {
-		return nil, dbError("docs: look for duplicates", err)
-	}
-	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
-	if err != nil {
-		return nil, dbError("docs: look for duplicates", err)
-	}
-	out := make(map[string]File, len(files))
-	for _, f := range files {
-		f.Duplicate = true
-		out[f.ConversationID+"\x00"+f.SHA256] = f
+	out := map[string]File{}
+	// One statement per conversation, which names it.
+	for c, shas := range byConversation(convs, shas) {
+		rows, err := s.pool.Query(ctx, `
+			SELECT `+fileColumns+` FROM files f
+			WHERE f.conversation_id = $1 AND f.sha256 = ANY($2::text[]) AND NOT `+reclaimable+` AND `+visible, c, shas)
+		if err != nil {
+			return nil, dbError("docs: look for duplicates", err)
+		}
+		files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+		if err != nil {
+			return nil, dbError("docs: look for duplicates", err)
+		}
+		for _, f := range files {
+			f.Duplicate = true
+			out[f.ConversationID+"\x00"+f.SHA256] = f
+		}
 	}
 	return out, nil
 }

@@ -473,7 +473,7 @@ func BenchmarkStorePostings(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		built, err := buildPostings(ctx, tx, []uuid.UUID{id})
+		built, err := buildPostings(ctx, tx, f.ConversationID, []uuid.UUID{id})
 		if err != nil {
 			b.Fatal(err)
 		}

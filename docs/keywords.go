@@ -124,7 +124,7 @@ func (s *Store) readChanges(ctx context.Context, conv string, have int64) (keywo
 		return ch, nil
 	}
 	// In the same snapshot: the chunks of a ready file do not change.
-	built, err := buildPostings(ctx, tx, legacy)
+	built, err := buildPostings(ctx, tx, conv, legacy)
 	if err != nil {
 		return ch, err
 	}
@@ -136,7 +136,7 @@ func (s *Store) readChanges(ctx context.Context, conv string, have int64) (keywo
 	// Written back so that the next build reads them; not needed for this
 	// search, whose index is being built: a failure only leaves the next
 	// build as slow as this one.
-	if _, err := savePostings(ctx, s.pool, built); err != nil {
+	if _, err := savePostings(ctx, s.pool, conv, built); err != nil {
 		s.log.Warn("docs: keyword postings not written back", "conversation_id", conv, "files", len(built), "error", err)
 	}
 	return ch, nil
@@ -152,32 +152,42 @@ const fillBatch = 50
 // search pays for it. It may run while other processes serve and ingest;
 // mcpsearch migrate runs it.
 func FillKeywordPostings(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var afterConv string
 	var after uuid.UUID
 	total := 0
 	for {
+		// Every shard on a distributed database: an upgrade's one pass.
 		rows, err := pool.Query(ctx, `
-			SELECT id FROM files
-			WHERE status = 'ready' AND keyword_postings IS NULL AND id > $1
-			ORDER BY id LIMIT $2`, after, fillBatch)
+			SELECT conversation_id, id FROM files
+			WHERE status = 'ready' AND keyword_postings IS NULL AND (conversation_id, id) > ($1, $2)
+			ORDER BY conversation_id, id LIMIT $3`, afterConv, after, fillBatch)
 		if err != nil {
 			return total, dbError("docs: fill keyword postings", err)
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		if err != nil {
+		var convs []string
+		var ids []uuid.UUID
+		var c string
+		var id uuid.UUID
+		if _, err := pgx.ForEachRow(rows, []any{&c, &id}, func() error {
+			convs, ids = append(convs, c), append(ids, id)
+			return nil
+		}); err != nil {
 			return total, dbError("docs: fill keyword postings", err)
 		}
 		if len(ids) == 0 {
 			return total, nil
 		}
-		built, err := buildPostings(ctx, pool, ids)
-		if err != nil {
-			return total, err
+		for c, ids := range byConversation(convs, ids) {
+			built, err := buildPostings(ctx, pool, c, ids)
+			if err != nil {
+				return total, err
+			}
+			n, err := savePostings(ctx, pool, c, built)
+			total += n
+			if err != nil {
+				return total, err
+			}
 		}
-		n, err := savePostings(ctx, pool, built)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		after = ids[len(ids)-1]
+		afterConv, after = convs[len(convs)-1], ids[len(ids)-1]
 	}
 }

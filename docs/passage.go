@@ -61,14 +61,20 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 	// The neighbours' places, then the text they span, cut from the
 	// file's extracted text by their rune offsets (substr counts
 	// characters), so overlaps appear once.
+	convs, err := homes(ctx, s.pool, id)
+	if err != nil {
+		return Passage{}, err
+	}
+	where, args := idWhere("h", 3, id, convs)
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.id::text, c.file_id::text, f.file_name, c.conversation_id,
 		       c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url
 		FROM chunks h
-		JOIN chunks c ON c.file_id = h.file_id AND c.ordinal BETWEEN h.ordinal - $2 AND h.ordinal + $3
-		JOIN files f ON f.id = c.file_id
-		WHERE h.id = $1 AND `+visible+`
-		ORDER BY c.ordinal`, id, before, after)
+		JOIN chunks c ON c.conversation_id = h.conversation_id AND c.file_id = h.file_id
+		     AND c.ordinal BETWEEN h.ordinal - $1 AND h.ordinal + $2
+		JOIN files f ON f.conversation_id = c.conversation_id AND f.id = c.file_id
+		WHERE `+where+` AND `+visible+`
+		ORDER BY c.ordinal`, append([]any{before, after}, args...)...)
 	if err != nil {
 		return Passage{}, dbError("docs: passage", err)
 	}
@@ -108,8 +114,8 @@ func (s *Store) Passage(ctx context.Context, chunkID string, before, after int) 
 		}
 	}
 	var text *string
-	err = s.pool.QueryRow(ctx, `SELECT substr(extracted_text, $2 + 1, $3 - $2) FROM files WHERE id = $1`,
-		p.FileID, p.CharStart, p.CharEnd).Scan(&text)
+	err = s.pool.QueryRow(ctx, `SELECT substr(extracted_text, $3 + 1, $4 - $3) FROM files WHERE conversation_id = $1 AND id = $2`,
+		p.ConversationID, p.FileID, p.CharStart, p.CharEnd).Scan(&text)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && text == nil) {
 		return Passage{}, fmt.Errorf("docs: chunk %s: %w", id, ErrNotFound)
 	}

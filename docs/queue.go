@@ -57,11 +57,22 @@ var (
 	errLeaseLost   = fmt.Errorf("%w: the file was deleted or claimed by another process", errInterrupted)
 )
 
+// pendingUpload is a file submitted here that no worker has taken yet:
+// its conversation, and the bytes kept for it (nil when the file was too
+// large to keep).
+type pendingUpload struct {
+	conv string
+	kept []byte
+}
+
 // claim is a process's hold on files being processed: its token is stored
 // in files.claimed_by, and its lease in files.claimed_until.
 type claim struct {
 	token string
 	lease time.Duration
+	// conv is the conversation of the files claimed (claimFiles sets
+	// it): a claim's statements name it.
+	conv string
 }
 
 func newClaim(lease time.Duration) claim {
@@ -263,7 +274,7 @@ func (in *Ingester) SubmitFiles(ctx context.Context, t *Ticket, us []Upload) ([]
 	for k, st := range stored {
 		files[todoAt[k]] = st.file
 		if st.fresh {
-			in.pending[st.file.ID] = st.kept
+			in.pending[st.file.ID] = pendingUpload{conv: st.file.ConversationID, kept: st.kept}
 			slots--
 		}
 	}
@@ -281,7 +292,7 @@ func (in *Ingester) enqueue(ctx context.Context, up upload) (File, error) {
 		return stored0(stored).file, err
 	}
 	in.pendingMu.Lock()
-	in.pending[stored[0].file.ID] = stored[0].kept
+	in.pending[stored[0].file.ID] = pendingUpload{conv: stored[0].file.ConversationID, kept: stored[0].kept}
 	in.pendingMu.Unlock()
 	in.wakeWorker()
 	return stored[0].file, nil
@@ -313,7 +324,7 @@ func (in *Ingester) work() {
 		default:
 		}
 		c := newClaim(in.opts.Lease)
-		files, attempts, err := in.st.claimFiles(in.workCtx, c, claimMaxFiles, claimBytes)
+		files, attempts, err := in.st.claimFiles(in.workCtx, &c, claimMaxFiles, claimBytes)
 		if err == nil && len(files) > 0 {
 			kept := in.started(files)
 			select {
@@ -347,11 +358,11 @@ func (in *Ingester) started(files []File) map[string][]byte {
 	defer in.pendingMu.Unlock()
 	kept := map[string][]byte{}
 	for _, f := range files {
-		if data, ok := in.pending[f.ID]; ok {
+		if p, ok := in.pending[f.ID]; ok {
 			delete(in.pending, f.ID)
 			in.freeSlot()
-			if data != nil {
-				kept[f.ID] = data
+			if p.kept != nil {
+				kept[f.ID] = p.kept
 			}
 		}
 	}
@@ -363,26 +374,30 @@ func (in *Ingester) started(files []File) map[string][]byte {
 func (in *Ingester) reconcile() {
 	in.pendingMu.Lock()
 	ids := make([]string, 0, len(in.pending))
-	for id := range in.pending {
-		ids = append(ids, id)
+	convs := make([]string, 0, len(in.pending))
+	for id, p := range in.pending {
+		ids, convs = append(ids, id), append(convs, p.conv)
 	}
 	in.pendingMu.Unlock()
 	if len(ids) == 0 {
 		return
 	}
-	rows, err := in.st.pool.Query(in.workCtx, `
-		SELECT id::text FROM files
-		WHERE id = ANY($1::uuid[]) AND status = 'processing' AND (claimed_until IS NULL OR claimed_until < now())`, ids)
-	if err != nil {
-		return
-	}
-	waiting, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	still := make(map[string]bool, len(waiting))
-	for _, id := range waiting {
-		still[id] = true
+	still := make(map[string]bool, len(ids))
+	for c, ids := range byConversation(convs, ids) {
+		rows, err := in.st.pool.Query(in.workCtx, `
+			SELECT id::text FROM files
+			WHERE conversation_id = $2 AND id = ANY($1::uuid[]) AND status = 'processing'
+			  AND (claimed_until IS NULL OR claimed_until < now())`, ids, c)
+		if err != nil {
+			return
+		}
+		waiting, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return
+		}
+		for _, id := range waiting {
+			still[id] = true
+		}
 	}
 	var gone []File
 	for _, id := range ids {
@@ -553,8 +568,11 @@ func (s *Store) loadBytes(ctx context.Context, files []File, ids []string) (map[
 	for _, f := range files {
 		size[f.ID] = f.SizeBytes
 	}
-	rows, err := s.pool.Query(ctx, `SELECT file_id::text, data FROM file_bytes WHERE file_id = ANY($1::uuid[]) ORDER BY file_id, seq`,
-		pgx.QueryResultFormats{pgx.TextFormatCode, pgx.BinaryFormatCode}, ids)
+	// The files a worker claims are of one conversation.
+	rows, err := s.pool.Query(ctx, `
+		SELECT file_id::text, data FROM file_bytes
+		WHERE conversation_id = $2 AND file_id = ANY($1::uuid[]) ORDER BY file_id, seq`,
+		pgx.QueryResultFormats{pgx.TextFormatCode, pgx.BinaryFormatCode}, ids, files[0].ConversationID)
 	if err != nil {
 		return nil, dbError("docs: read uploads", err)
 	}

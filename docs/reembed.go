@@ -54,7 +54,7 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 			progress(done, total)
 		}
 		for _, f := range files {
-			if err := s.reembedFile(ctx, f.id, to); err != nil {
+			if err := s.reembedFile(ctx, f.conv, f.id, to); err != nil {
 				return fmt.Errorf("docs: reembed file %s: %w", f.id, err)
 			}
 			done += f.chunks
@@ -67,14 +67,14 @@ func (s *Store) Reembed(ctx context.Context, to embed.Embedder, progress func(do
 }
 
 type pendingFile struct {
-	id     string
-	chunks int
+	conv, id string
+	chunks   int
 }
 
 // filesNotOn lists the ready files whose chunks are not embedded by model.
 func (s *Store) filesNotOn(ctx context.Context, model string) ([]pendingFile, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT f.id::text, f.chunk_count FROM files f
+		SELECT f.conversation_id, f.id::text, f.chunk_count FROM files f
 		WHERE f.status = 'ready' AND f.embedding_model <> $1 AND `+visible+`
 		ORDER BY f.created_at, f.id`, model)
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Store) filesNotOn(ctx context.Context, model string) ([]pendingFile, er
 	}
 	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pendingFile, error) {
 		var p pendingFile
-		err := r.Scan(&p.id, &p.chunks)
+		err := r.Scan(&p.conv, &p.id, &p.chunks)
 		return p, err
 	})
 	if err != nil {
@@ -93,8 +93,8 @@ func (s *Store) filesNotOn(ctx context.Context, model string) ([]pendingFile, er
 
 // reembedFile embeds one file's chunks with to and swaps the vectors in one
 // transaction.
-func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedder) error {
-	rows, err := s.pool.Query(ctx, `SELECT id::text, content FROM chunks WHERE file_id = $1 ORDER BY ordinal`, fileID)
+func (s *Store) reembedFile(ctx context.Context, conv, fileID string, to embed.Embedder) error {
+	rows, err := s.pool.Query(ctx, `SELECT id::text, content FROM chunks WHERE conversation_id = $1 AND file_id = $2 ORDER BY ordinal`, conv, fileID)
 	if err != nil {
 		return dbError("read chunks", err)
 	}
@@ -119,5 +119,5 @@ func (s *Store) reembedFile(ctx context.Context, fileID string, to embed.Embedde
 	for i, c := range chunks {
 		ids[i] = c.id
 	}
-	return s.storeReembedded(ctx, fileID, ids, vecs, to.Model())
+	return s.storeReembedded(ctx, conv, fileID, ids, vecs, to.Model())
 }

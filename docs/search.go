@@ -263,7 +263,7 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 		}
 		return hits, nil
 	}
-	return details(ctx, tx, m, qv, ranked)
+	return details(ctx, tx, q.ConversationID, m, qv, ranked)
 }
 
 // hybridDepths is how deep Hybrid takes the keyword and the vector
@@ -460,6 +460,12 @@ func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, er
 	b := &pgx.Batch{}
 	settings := 0
 	if indexed {
+		// On a distributed database (Citus) the settings below must
+		// reach the worker that runs the search: Citus sends a
+		// transaction's SET LOCAL commands along when this is 'local'.
+		// Elsewhere it is a placeholder setting nothing reads.
+		settings++
+		b.Queue("SET LOCAL citus.propagate_set_commands = 'local'")
 		settings++
 		// An iterative scan goes on past ef_search while too few rows
 		// passed the filter, so the list needs no more than its depth;
@@ -630,7 +636,7 @@ func fuse(vector, keyword []candidate, vectorWeight, threshold float64) []candid
 // details fetches the content, file and similarity of ranked chunks,
 // keeping their order. The similarity of chunks only the keyword ranking
 // found is computed here, for the hits returned only.
-func details(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, ranked []candidate) ([]Hit, error) {
+func details(ctx context.Context, tx pgx.Tx, conv string, m modelSpec, qv pgvector.Vector, ranked []candidate) ([]Hit, error) {
 	if len(ranked) == 0 {
 		return []Hit{}, nil
 	}
@@ -641,8 +647,8 @@ func details(ctx context.Context, tx pgx.Tx, m modelSpec, qv pgvector.Vector, ra
 	rows, err := tx.Query(ctx, fmt.Sprintf(`
 		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url,
 		       CASE WHEN c.embedding_model = %[3]s THEN 1 - (%[1]s <=> $2::vector::%[2]s) END
-		FROM chunks c JOIN files f ON f.id = c.file_id
-		WHERE c.id = ANY($1::uuid[])`, "(c.embedding::"+vectorType(m.dims)+")", vectorType(m.dims), modelLiteral(m.name)), ids, qv)
+		FROM chunks c JOIN files f ON f.conversation_id = c.conversation_id AND f.id = c.file_id
+		WHERE c.conversation_id = $3 AND c.id = ANY($1::uuid[])`, "(c.embedding::"+vectorType(m.dims)+")", vectorType(m.dims), modelLiteral(m.name)), ids, qv, conv)
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}

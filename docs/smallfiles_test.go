@@ -365,7 +365,7 @@ func TestConversationDeletedWhileItsFileIsProcessed(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var claimed bool
-		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM files WHERE id = $1 AND claimed_by IS NOT NULL)`, f.ID).Scan(&claimed); err != nil {
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) > 0 FROM files WHERE id = $1 AND claimed_by IS NOT NULL`, f.ID).Scan(&claimed); err != nil {
 			t.Fatal(err)
 		}
 		if !claimed || time.Now().After(deadline) {

@@ -469,7 +469,7 @@ func TestAbandonedIngestIsReclaimedOrFailed(t *testing.T) {
 			`DELETE FROM chunks WHERE file_id = $1`,
 			`UPDATE conversation_stats SET chunk_count = 0, ready_files = 0, processing_files = 1, failed_files = 0 WHERE $1::uuid IS NOT NULL`,
 			`DELETE FROM conversation_models WHERE $1::uuid IS NOT NULL`,
-			`UPDATE files SET status = 'processing', chunk_count = 0, claimed_by = gen_random_uuid(), claimed_until = now() + interval '` + lease + `' WHERE id = $1`,
+			`UPDATE files SET status = 'processing', chunk_count = 0, claimed_by = md5($1::text)::uuid, claimed_until = now() + interval '` + lease + `' WHERE id = $1`,
 		} {
 			if _, err := s.Pool().Exec(ctx, sql, f.ID); err != nil {
 				t.Fatal(err)

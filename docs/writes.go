@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/google/uuid"
@@ -63,7 +64,7 @@ const visible = `NOT EXISTS (SELECT FROM conversation_purges p
 // file when its process stopped.
 const reclaimable = `(f.status = 'failed' OR (f.status = 'processing'
 	AND (f.claimed_until IS NULL OR f.claimed_until < now())
-	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.file_id = f.id)))`
+	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.conversation_id = f.conversation_id AND b.file_id = f.id)))`
 
 // fileColumns is the select list scanFile reads, on files aliased f.
 const fileColumns = `f.id::text, f.conversation_id, f.file_name, f.mime_type, f.sha256, f.status, f.error,
@@ -158,6 +159,11 @@ func (ds deltas) of(conversationID string) *delta {
 	return d
 }
 
+// Each statement below names one conversation (conversation_id = $1): on
+// a distributed database (Citus) a conversation's rows are on one node,
+// and such a statement goes to that node alone. A write of several
+// conversations sends one batch per conversation.
+
 // lockConversations takes the locks of the statistics rows of convs in id
 // order, creating the rows that do not exist (for a new conversation, or
 // the new incarnation of a deleted one), and returns each conversation's
@@ -168,47 +174,72 @@ func lockConversations(ctx context.Context, tx pgx.Tx, convs []string) (map[stri
 	convs = slices.Clone(convs)
 	slices.Sort(convs)
 	convs = slices.Compact(convs)
-	for range 5 {
-		// A new row starts a new generation and epoch; its floor tells
-		// searches which chunks a deleted incarnation left.
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO conversation_stats (conversation_id, chunk_count, generation, epoch, write_floor)
-			SELECT c, 0, g, g, coalesce((SELECT floor FROM conversation_purges p WHERE p.conversation_id = c), 0)
-			FROM (SELECT c, nextval('conversation_generation_seq') AS g FROM unnest($1::text[]) AS c) n
-			ORDER BY c
-			ON CONFLICT (conversation_id) DO NOTHING`, convs); err != nil {
-			return nil, dbError("docs: lock conversations", err)
-		}
-		rows, err := tx.Query(ctx, `
-			SELECT conversation_id FROM conversation_stats
-			WHERE conversation_id = ANY($1) ORDER BY conversation_id FOR UPDATE`, convs)
+	floors := make(map[string]int64, len(convs))
+	for _, c := range convs {
+		floor, err := lockConversation(ctx, tx, c)
 		if err != nil {
-			return nil, dbError("docs: lock conversations", err)
+			return nil, err
 		}
-		locked, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, dbError("docs: lock conversations", err)
-		}
-		if len(locked) < len(convs) {
-			// A row was deleted while this write waited for it: its
-			// conversation was deleted. Lock the new row.
-			continue
-		}
-		// Read after the locks, in a new snapshot: every deletion that
-		// committed before them is seen.
-		rows, err = tx.Query(ctx, `SELECT conversation_id, floor FROM conversation_purges WHERE conversation_id = ANY($1)`, convs)
-		if err != nil {
-			return nil, dbError("docs: lock conversations", err)
-		}
-		floors := make(map[string]int64, len(convs))
-		var c string
-		var floor int64
-		if _, err := pgx.ForEachRow(rows, []any{&c, &floor}, func() error { floors[c] = floor; return nil }); err != nil {
-			return nil, dbError("docs: lock conversations", err)
-		}
-		return floors, nil
+		floors[c] = floor
 	}
-	return nil, fmt.Errorf("docs: lock conversations: %w: they kept being deleted, try again", ErrBusy)
+	return floors, nil
+}
+
+// lockConversation locks the statistics row of conv, as lockConversations
+// says, and returns its floor.
+func lockConversation(ctx context.Context, tx pgx.Tx, conv string) (int64, error) {
+	for range 5 {
+		var locked bool
+		err := tx.QueryRow(ctx, `SELECT true FROM conversation_stats WHERE conversation_id = $1 FOR UPDATE`, conv).Scan(&locked)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, dbError("docs: lock conversation", err)
+		}
+		if !locked {
+			// A new row starts a new generation and epoch, taken from the
+			// sequence here (on a distributed database the coordinator's
+			// numbers, which grow in commit order); its floor tells
+			// searches which chunks a deleted incarnation left.
+			var gen, floor int64
+			b := &pgx.Batch{}
+			b.Queue(`SELECT nextval('conversation_generation_seq')`).QueryRow(func(r pgx.Row) error { return r.Scan(&gen) })
+			b.Queue(`SELECT floor FROM conversation_purges WHERE conversation_id = $1`, conv).QueryRow(func(r pgx.Row) error {
+				if err := r.Scan(&floor); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return err
+				}
+				return nil
+			})
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return 0, dbError("docs: lock conversation", err)
+			}
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO conversation_stats (conversation_id, chunk_count, generation, epoch, write_floor)
+				VALUES ($1, 0, $2, $2, $3)
+				ON CONFLICT (conversation_id) DO NOTHING`, conv, gen, floor)
+			if err != nil {
+				return 0, dbError("docs: lock conversation", err)
+			}
+			if tag.RowsAffected() == 0 {
+				// Another write created it meanwhile: lock that one.
+				continue
+			}
+			// get_chunk finds the conversation of an id through its key.
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO conversation_keys (key, conversation_id) VALUES (conversation_key($1), $1)
+				ON CONFLICT DO NOTHING`, conv); err != nil {
+				return 0, dbError("docs: lock conversation", err)
+			}
+			// The row inserted is this transaction's: locked.
+		}
+		// Read after the lock, in a new snapshot: every deletion that
+		// committed before it is seen.
+		var floor int64
+		err = tx.QueryRow(ctx, `SELECT floor FROM conversation_purges WHERE conversation_id = $1`, conv).Scan(&floor)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, dbError("docs: lock conversation", err)
+		}
+		return floor, nil
+	}
+	return 0, fmt.Errorf("docs: lock conversation %s: %w: it kept being deleted, try again", conv, ErrBusy)
 }
 
 // applyDeltas writes ds to the counters of the conversations the caller
@@ -221,107 +252,92 @@ func applyDeltas(ctx context.Context, tx pgx.Tx, ds deltas) (map[string]int64, e
 		convs = append(convs, c)
 	}
 	slices.Sort(convs)
-	var chunks, ready, processing, failed, uploads []int64
-	var bump []bool
-	var mConv, mModel []string
-	var mChunks, mCovered []int64
-	var rConv []string
-	var rFile []uuid.UUID
-	for _, c := range convs {
-		d := ds[c]
-		chunks = append(chunks, d.chunks)
-		ready = append(ready, d.ready)
-		processing = append(processing, d.processing)
-		failed = append(failed, d.failed)
-		uploads = append(uploads, d.uploads)
-		bump = append(bump, d.keywordChange())
-		for m, k := range d.models {
-			mConv, mModel, mChunks, mCovered = append(mConv, c), append(mModel, m), append(mChunks, k), append(mCovered, d.covered[m])
-		}
-		for _, f := range d.removed {
-			rConv, rFile = append(rConv, c), append(rFile, f)
-		}
-	}
-	rows, err := tx.Query(ctx, `
-		UPDATE conversation_stats s
-		SET chunk_count = s.chunk_count + d.chunks,
-		    ready_files = s.ready_files + d.ready,
-		    processing_files = s.processing_files + d.processing,
-		    failed_files = s.failed_files + d.failed,
-		    last_upload_at = CASE WHEN d.uploads > 0 THEN now() ELSE s.last_upload_at END,
-		    generation = CASE WHEN d.bump THEN nextval('conversation_generation_seq') ELSE s.generation END
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bool[])
-		     AS d(c, chunks, ready, processing, failed, uploads, bump)
-		WHERE s.conversation_id = d.c
-		RETURNING s.conversation_id, s.generation, d.bump, s.ready_files + s.processing_files + s.failed_files <= 0`,
-		convs, chunks, ready, processing, failed, uploads, bump)
-	if err != nil {
-		return nil, dbError("docs: update statistics", err)
-	}
 	gens := make(map[string]int64, len(convs))
-	var empty []string
-	var conv string
-	var gen int64
-	var bumped, none bool
-	if _, err := pgx.ForEachRow(rows, []any{&conv, &gen, &bumped, &none}, func() error {
+	for _, c := range convs {
+		gen, bumped, err := applyDelta(ctx, tx, c, ds[c])
+		if err != nil {
+			return nil, err
+		}
 		if bumped {
-			gens[conv] = gen
+			gens[c] = gen
 		}
-		if none {
-			empty = append(empty, conv)
-		}
-		return nil
-	}); err != nil {
-		return nil, dbError("docs: update statistics", err)
+	}
+	return gens, nil
+}
+
+// applyDelta writes d to the counters of conv, in one batch, and returns
+// its generation and whether it is a new one.
+func applyDelta(ctx context.Context, tx pgx.Tx, conv string, d *delta) (int64, bool, error) {
+	bump := d.keywordChange()
+	var gen int64
+	var empty bool
+	// A new generation comes from a subquery: on a distributed database
+	// the coordinator takes it (a volatile function cannot run in an
+	// UPDATE there), and numbers keep growing in commit order, as the
+	// caller holds the row's lock.
+	err := tx.QueryRow(ctx, `
+		UPDATE conversation_stats s
+		SET chunk_count = s.chunk_count + $2,
+		    ready_files = s.ready_files + $3,
+		    processing_files = s.processing_files + $4,
+		    failed_files = s.failed_files + $5,
+		    last_upload_at = CASE WHEN $6::bigint > 0 THEN now() ELSE s.last_upload_at END,
+		    generation = CASE WHEN $7::bool THEN (SELECT nextval('conversation_generation_seq')) ELSE s.generation END
+		WHERE s.conversation_id = $1
+		RETURNING s.generation, s.ready_files + s.processing_files + s.failed_files <= 0`,
+		conv, d.chunks, d.ready, d.processing, d.failed, d.uploads, bump).Scan(&gen, &empty)
+	if err != nil {
+		return 0, false, dbError("docs: update statistics", err)
 	}
 	b := &pgx.Batch{}
-	if len(mConv) > 0 {
+	if len(d.models) > 0 {
+		models := make([]string, 0, len(d.models))
+		for m := range d.models {
+			models = append(models, m)
+		}
+		slices.Sort(models)
 		// Writers of one conversation hold its statistics row's lock, so
-		// its models' rows are updated or inserted by one at a time.
-		b.Queue(`
-			WITH d AS (
-				SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS d(c, model, k, cv)),
-			u AS (
-				UPDATE conversation_models m
-				SET chunks = m.chunks + d.k,
-				    covered = least(greatest(m.covered + d.cv, 0), m.chunks + d.k),
-				    last_write_at = CASE WHEN d.k > 0 THEN now() ELSE m.last_write_at END
-				FROM d WHERE m.conversation_id = d.c AND m.embedding_model = d.model
-				RETURNING m.conversation_id, m.embedding_model)
-			INSERT INTO conversation_models (conversation_id, embedding_model, chunks, covered)
-			SELECT d.c, d.model, d.k, least(greatest(d.cv, 0), d.k) FROM d
-			WHERE d.k > 0 AND NOT EXISTS (SELECT FROM u WHERE u.conversation_id = d.c AND u.embedding_model = d.model)`,
-			mConv, mModel, mChunks, mCovered)
-		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = ANY($1) AND chunks <= 0`, mConv)
+		// its models' rows are written by one at a time.
+		for _, m := range models {
+			k, cv := d.models[m], d.covered[m]
+			b.Queue(`
+				INSERT INTO conversation_models AS m (conversation_id, embedding_model, chunks, covered)
+				VALUES ($1, $2, $3::bigint, least(greatest($4::bigint, 0), $3::bigint))
+				ON CONFLICT (conversation_id, embedding_model) DO UPDATE
+				SET chunks = m.chunks + $3::bigint,
+				    covered = least(greatest(m.covered + $4::bigint, 0), m.chunks + $3::bigint),
+				    last_write_at = CASE WHEN $3::bigint > 0 THEN excluded.last_write_at ELSE m.last_write_at END`,
+				conv, m, k, cv)
+		}
+		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = $1 AND chunks <= 0`, conv)
 	}
-	if len(rConv) > 0 {
+	if len(d.removed) > 0 && !empty {
 		b.Queue(`
 			INSERT INTO keyword_removals (conversation_id, generation, file_id)
-			SELECT r.c, s.generation, r.f
-			FROM unnest($1::text[], $2::uuid[]) AS r(c, f) JOIN conversation_stats s ON s.conversation_id = r.c
-			ON CONFLICT DO NOTHING`, rConv, rFile)
+			SELECT $1::text, $2::bigint, f FROM unnest($3::uuid[]) AS f
+			ON CONFLICT DO NOTHING`, conv, gen, d.removed)
 		// Removals older than a day are pruned; a keyword index older
 		// than the generation of the last one pruned is rebuilt.
 		b.Queue(`
 			WITH pruned AS (
 				DELETE FROM keyword_removals
-				WHERE conversation_id = ANY($1) AND removed_at < now() - interval '1 day'
-				RETURNING conversation_id, generation)
+				WHERE conversation_id = $1 AND removed_at < now() - interval '1 day'
+				RETURNING generation)
 			UPDATE conversation_stats s SET removal_floor = greatest(s.removal_floor, p.g + 1)
-			FROM (SELECT conversation_id, max(generation) AS g FROM pruned GROUP BY conversation_id) p
-			WHERE s.conversation_id = p.conversation_id`, rConv)
+			FROM (SELECT max(generation) AS g FROM pruned) p
+			WHERE s.conversation_id = $1 AND p.g IS NOT NULL`, conv)
 	}
-	if len(empty) > 0 {
-		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = ANY($1)`, empty)
-		b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = ANY($1)`, empty)
-		b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = ANY($1)`, empty)
+	if empty {
+		b.Queue(`DELETE FROM conversation_models WHERE conversation_id = $1`, conv)
+		b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = $1`, conv)
+		b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = $1`, conv)
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, dbError("docs: update statistics", err)
+			return 0, false, dbError("docs: update statistics", err)
 		}
 	}
-	return gens, nil
+	return gen, bump, nil
 }
 
 // ---- recording files ----
@@ -358,7 +374,39 @@ type recorded struct {
 // is returned as existing. The caller has none of the same conversation
 // and bytes twice.
 func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]recorded, error) {
+	out := make([]recorded, len(files))
+	byConv := map[string][]int{}
+	var convs []string
+	for i, nf := range files {
+		c := nf.up.conversationID
+		if _, ok := byConv[c]; !ok {
+			convs = append(convs, c)
+		}
+		byConv[c] = append(byConv[c], i)
+	}
+	slices.Sort(convs)
+	for _, c := range convs {
+		at := byConv[c]
+		part := make([]newFile, len(at))
+		for k, i := range at {
+			part[k] = files[i]
+		}
+		recs, err := recordConversationFiles(ctx, tx, c, part, seq)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = recs[k]
+		}
+	}
+	return out, nil
+}
+
+// recordConversationFiles is recordFiles for the files of one
+// conversation, in one batch.
+func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files []newFile, seq int64) ([]recorded, error) {
 	n := len(files)
+	var ids []uuid.UUID
 	var convs, names, mimes, shas, sources, statuses, reasons, notes, models []string
 	var texts []*string
 	var sizes []int64
@@ -366,6 +414,7 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 	var tokens []*string
 	var leases []float64
 	for _, nf := range files {
+		ids = append(ids, newID(conv))
 		convs, names, mimes, shas = append(convs, nf.up.conversationID), append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
 		sources, statuses, reasons, models = append(sources, nf.up.source), append(statuses, nf.status), append(reasons, nf.reason), append(models, nf.model)
 		notes = append(notes, nf.note)
@@ -386,58 +435,87 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 	// Files of a deleted conversation holding the same bytes would stand
 	// in the way; they are being purged anyway.
 	b.Queue(`
-		DELETE FROM files f USING unnest($1::text[], $2::text[]) AS u(c, sha), conversation_purges p
-		WHERE f.conversation_id = u.c AND f.sha256 = u.sha AND p.conversation_id = u.c AND f.upload_seq <= p.floor`, convs, shas)
-	// The statuses of the files about to be replaced, locked.
+		DELETE FROM files f USING conversation_purges p
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[])
+		  AND p.conversation_id = $1::text AND f.upload_seq <= p.floor`, conv, shas)
+	// The statuses of the files of the same bytes, locked, and which of
+	// them the uploads replace.
 	b.Queue(`
 		SELECT f.conversation_id, f.sha256, f.status FROM files f
-		JOIN unnest($1::text[], $2::text[]) AS u(c, sha) ON f.conversation_id = u.c AND f.sha256 = u.sha
-		ORDER BY f.id FOR UPDATE OF f`, convs, shas)
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[])
+		ORDER BY f.id FOR UPDATE OF f`, conv, shas)
 	b.Queue(`
-		INSERT INTO files AS f (conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error, note,
-			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
-		SELECT c, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
-		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
-		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
-		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[], $16::text[])
-		     AS u(c, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease, note)
-		ORDER BY c, sha
-		ON CONFLICT (conversation_id, sha256) DO UPDATE
-		SET file_name = excluded.file_name, mime_type = excluded.mime_type, size_bytes = excluded.size_bytes,
-		    source_url = excluded.source_url, status = excluded.status, error = excluded.error, note = excluded.note,
-		    chunk_count = excluded.chunk_count, page_count = excluded.page_count, embedding_model = excluded.embedding_model,
-		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
-		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
-		    updated_at = now()
-		WHERE `+reclaimable+`
-		RETURNING `+fileColumns,
-		convs, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes)
+		SELECT f.sha256, f.id FROM files f
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[]) AND `+reclaimable, conv, shas)
 	br := tx.SendBatch(ctx, b)
-	defer br.Close()
 	if _, err := br.Exec(); err != nil {
+		br.Close()
 		return nil, dbError("docs: record files", err)
 	}
 	type key struct{ conv, sha string }
 	before := map[key]string{}
 	rows, err := br.Query()
 	if err != nil {
+		br.Close()
 		return nil, dbError("docs: record files", err)
 	}
 	var k key
 	var status string
 	if _, err := pgx.ForEachRow(rows, []any{&k.conv, &k.sha, &status}, func() error { before[k] = status; return nil }); err != nil {
+		br.Close()
 		return nil, dbError("docs: record files", err)
 	}
 	rows, err = br.Query()
+	if err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	// A file replaced keeps its id: the row proposed for it carries it.
+	replaced := map[string]uuid.UUID{}
+	var sha string
+	var id uuid.UUID
+	if _, err := pgx.ForEachRow(rows, []any{&sha, &id}, func() error { replaced[sha] = id; return nil }); err != nil {
+		br.Close()
+		return nil, dbError("docs: record files", err)
+	}
+	for i, nf := range files {
+		if id, ok := replaced[nf.up.sha256]; ok {
+			ids[i] = id
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, dbError("docs: record files", err)
+	}
+	// Those locked rows are replaced; a file of the same bytes another
+	// write inserted meanwhile is the upload's, unless it failed. (The
+	// condition compares ids rather than being reclaimable itself: a
+	// distributed database takes neither a subquery nor a parameter in
+	// ON CONFLICT.)
+	rows, err = tx.Query(ctx, `
+		INSERT INTO files AS f (id, conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error, note,
+			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
+		SELECT id, $1::text, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
+		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
+		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
+		FROM unnest($17::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
+		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[], $16::text[])
+		     AS u(id, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease, note)
+		ORDER BY sha
+		ON CONFLICT (conversation_id, sha256) DO UPDATE
+		SET file_name = excluded.file_name, mime_type = excluded.mime_type, size_bytes = excluded.size_bytes,
+		    source_url = excluded.source_url, status = excluded.status, error = excluded.error, note = excluded.note,
+		    chunk_count = excluded.chunk_count, page_count = excluded.page_count, embedding_model = excluded.embedding_model,
+		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
+		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
+		    updated_at = excluded.updated_at
+		WHERE f.status = 'failed' OR f.id = excluded.id
+		RETURNING `+fileColumns,
+		conv, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes, ids)
 	if err != nil {
 		return nil, dbError("docs: record files", err)
 	}
 	done, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
 	if err != nil {
-		return nil, dbError("docs: record files", err)
-	}
-	if err := br.Close(); err != nil {
 		return nil, dbError("docs: record files", err)
 	}
 	out := make([]recorded, n)
@@ -458,7 +536,7 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 		// Held by another file of the conversation, ready or in
 		// progress: that file is the upload's.
 		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f
-			WHERE f.conversation_id = $1 AND f.sha256 = $2`, files[i].up.conversationID, files[i].up.sha256))
+			WHERE f.conversation_id = $1::text AND f.sha256 = $2`, files[i].up.conversationID, files[i].up.sha256))
 		if err != nil {
 			return nil, dbError("docs: record files", err)
 		}
@@ -540,7 +618,7 @@ func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload,
 	}
 	if len(fresh) > 0 {
 		// Bytes a failed file of the same digest left, if any.
-		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = ANY($1::uuid[])`, ids); err != nil {
+		if err := deleteBytes(ctx, tx, convs, ids); err != nil {
 			return nil, dbError("docs: store upload", err)
 		}
 		batch := make([]upload, len(fresh))
@@ -579,6 +657,25 @@ func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload,
 		return nil, dbError("docs: store upload", err)
 	}
 	return out, nil
+}
+
+// deleteBytes deletes the stored bytes of files ids[i] of conversations
+// convs[i], one statement per conversation.
+func deleteBytes(ctx context.Context, tx pgx.Tx, convs, ids []string) error {
+	b := &pgx.Batch{}
+	for c, ids := range byConversation(convs, ids) {
+		b.Queue(`DELETE FROM file_bytes WHERE conversation_id = $1 AND file_id = ANY($2::uuid[])`, c, ids)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// byConversation groups vals[i] by convs[i].
+func byConversation[T any](convs []string, vals []T) map[string][]T {
+	m := map[string][]T{}
+	for i, c := range convs {
+		m[c] = append(m[c], vals[i])
+	}
+	return m
 }
 
 // keepBytes is the largest upload whose bytes storeUploads keeps for a
@@ -631,7 +728,7 @@ func copyBytes(ctx context.Context, tx pgx.Tx, ids []string, ups []upload) ([][]
 	}()
 	// CopyFrom encodes each row before asking for the next, so one buffer
 	// serves every piece.
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"file_id", "seq", "data"},
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"file_bytes"}, []string{"conversation_id", "file_id", "seq", "data"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			for {
 				if cur < 0 {
@@ -650,7 +747,7 @@ func copyBytes(ctx context.Context, tx pgx.Tx, ids []string, ups []upload) ([][]
 					if kept[cur] != nil && total <= keepBytes {
 						kept[cur] = append(kept[cur], buf[:n]...)
 					}
-					return []any{ids[cur], seq - 1, buf[:n]}, nil
+					return []any{ups[cur].conversationID, ids[cur], seq - 1, buf[:n]}, nil
 				}
 				if !errors.Is(err, io.EOF) {
 					readErr = err
@@ -813,27 +910,39 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		}
 	}
 
-	// Files claimed by workers: the claim fences the write.
-	var ids, tokens, statuses, reasons, notes, models []string
-	var texts []*string
-	var nChunks, nPages []int32
+	// Files claimed by workers: the claim fences the write. One statement
+	// per conversation.
+	var ids, bytesConvs []string
 	claimed := map[string]*commitItem{}
+	byConv := map[string][]*commitItem{}
+	var claimConvs []string
 	for _, it := range items {
 		if it.up != nil {
 			continue
 		}
 		claimed[it.f.ID] = it
-		ids, tokens, statuses, reasons = append(ids, it.f.ID), append(tokens, it.c.token), append(statuses, it.status()), append(reasons, it.reason)
-		var text *string
-		var n, p int32
-		note := ""
-		if !it.failed {
-			text, n, p, note = &it.doc.Text, int32(len(it.chunks)), int32(it.pages()), it.note()
+		ids, bytesConvs = append(ids, it.f.ID), append(bytesConvs, it.f.ConversationID)
+		if _, ok := byConv[it.f.ConversationID]; !ok {
+			claimConvs = append(claimConvs, it.f.ConversationID)
 		}
-		texts, nChunks, nPages, models = append(texts, text), append(nChunks, n), append(nPages, p), append(models, it.model)
-		notes = append(notes, note)
+		byConv[it.f.ConversationID] = append(byConv[it.f.ConversationID], it)
 	}
-	if len(ids) > 0 {
+	slices.Sort(claimConvs)
+	for _, conv := range claimConvs {
+		var ids, tokens, statuses, reasons, notes, models []string
+		var texts []*string
+		var nChunks, nPages []int32
+		for _, it := range byConv[conv] {
+			ids, tokens, statuses, reasons = append(ids, it.f.ID), append(tokens, it.c.token), append(statuses, it.status()), append(reasons, it.reason)
+			var text *string
+			var n, p int32
+			note := ""
+			if !it.failed {
+				text, n, p, note = &it.doc.Text, int32(len(it.chunks)), int32(it.pages()), it.note()
+			}
+			texts, nChunks, nPages, models = append(texts, text), append(nChunks, n), append(nPages, p), append(models, it.model)
+			notes = append(notes, note)
+		}
 		rows, err := tx.Query(ctx, `
 			UPDATE files f
 			SET status = u.status, error = u.reason, note = u.note, chunk_count = u.chunks, page_count = u.pages,
@@ -842,9 +951,9 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 			    write_seq = CASE WHEN u.status = 'ready' THEN $9 ELSE f.write_seq END
 			FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[], $10::text[])
 			     AS u(id, token, status, reason, chunks, pages, model, text, note)
-			WHERE f.id = u.id AND f.status = 'processing' AND f.claimed_by = u.token
+			WHERE f.conversation_id = $11 AND f.id = u.id AND f.status = 'processing' AND f.claimed_by = u.token
 			RETURNING `+fileColumns+`, f.upload_seq`,
-			ids, tokens, statuses, reasons, nChunks, nPages, models, texts, seq, notes)
+			ids, tokens, statuses, reasons, nChunks, nPages, models, texts, seq, notes, conv)
 		if err != nil {
 			return dbError("docs: store files", err)
 		}
@@ -864,13 +973,15 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		if err := rows.Err(); err != nil {
 			return dbError("docs: store files", err)
 		}
+	}
+	if len(ids) > 0 {
 		for _, it := range claimed {
 			if _, ok := from[it]; !ok {
 				it.out, it.err = it.f, fmt.Errorf("docs: store %s: %w", it.f.ID, errLost)
 			}
 		}
 		// The bytes were kept for the worker; the outcome is stored.
-		if _, err := tx.Exec(ctx, `DELETE FROM file_bytes WHERE file_id = ANY($1::uuid[])`, ids); err != nil {
+		if err := deleteBytes(ctx, tx, bytesConvs, ids); err != nil {
 			return dbError("docs: store files", err)
 		}
 	}
@@ -887,7 +998,7 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 	if total > 0 {
 		i, j := 0, 0
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
-			[]string{"file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq", "location"},
+			[]string{"id", "file_id", "conversation_id", "ordinal", "content", "page_number", "page_start", "page_end", "char_start", "char_end", "embedding_model", "embedding", "write_seq", "location"},
 			pgx.CopyFromFunc(func() ([]any, error) {
 				for i < len(ready) && j >= len(ready[i].chunks) {
 					i, j = i+1, 0
@@ -902,21 +1013,26 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 				if !c.Location.IsZero() {
 					loc = json.RawMessage(c.Location.JSON())
 				}
-				return []any{it.out.ID, it.out.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, it.model, pgvector.NewVector(v), seq, loc}, nil
+				return []any{newID(it.out.ConversationID), it.out.ID, it.out.ConversationID, c.Ordinal, c.Content, c.PageStart, c.PageStart, c.PageEnd, c.Start, c.End, it.model, pgvector.NewVector(v), seq, loc}, nil
 			}))
 		if err != nil {
 			return dbError("docs: store chunks", err)
 		}
 	}
 	// Their keyword postings, from the chunks' tsvectors just computed.
-	var postings map[uuid.UUID][]byte
+	postings := map[uuid.UUID][]byte{}
 	if len(ready) > 0 {
-		fileIDs := make([]uuid.UUID, len(ready))
-		for i, it := range ready {
-			fileIDs[i] = uuid.MustParse(it.out.ID)
+		var fileIDs []uuid.UUID
+		var fileConvs []string
+		for _, it := range ready {
+			fileIDs, fileConvs = append(fileIDs, uuid.MustParse(it.out.ID)), append(fileConvs, it.conversationID())
 		}
-		if postings, err = buildPostings(ctx, tx, fileIDs); err != nil {
-			return err
+		for c, ids := range byConversation(fileConvs, fileIDs) {
+			built, err := buildPostings(ctx, tx, c, ids)
+			if err != nil {
+				return err
+			}
+			maps.Copy(postings, built)
 		}
 	}
 
@@ -942,12 +1058,12 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 	for _, c := range convs {
 		ds.of(c)
 	}
-	var doomed []string
+	var doomed, doomedConvs []string
 	for _, it := range confirmed {
 		if uploaded[it] <= floors[it.conversationID()] {
 			// Uploaded before its conversation was deleted: the
 			// deleted conversation's, to be purged with it.
-			doomed = append(doomed, it.out.ID)
+			doomed, doomedConvs = append(doomed, it.out.ID), append(doomedConvs, it.conversationID())
 			it.err = fmt.Errorf("docs: store %s: %w: its conversation was deleted while it was processed", it.out.ID, ErrNotFound)
 			continue
 		}
@@ -961,7 +1077,11 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		}
 	}
 	if len(doomed) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM chunks WHERE file_id = ANY($1::uuid[]) AND write_seq = $2`, doomed, seq); err != nil {
+		b := &pgx.Batch{}
+		for c, ids := range byConversation(doomedConvs, doomed) {
+			b.Queue(`DELETE FROM chunks WHERE conversation_id = $1 AND file_id = ANY($2::uuid[]) AND write_seq = $3`, c, ids, seq)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return dbError("docs: store files", err)
 		}
 	}
@@ -970,19 +1090,30 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 		return err
 	}
 	if len(ready) > 0 {
-		var pIDs []uuid.UUID
-		var pValues [][]byte
-		var pGens []int64
+		type ps struct {
+			ids    []uuid.UUID
+			values [][]byte
+		}
+		byConv := map[string]*ps{}
 		for _, it := range ready {
 			if it.err != nil {
 				continue
 			}
 			id := uuid.MustParse(it.out.ID)
-			pIDs, pValues, pGens = append(pIDs, id), append(pValues, postings[id]), append(pGens, gens[it.conversationID()])
+			p := byConv[it.conversationID()]
+			if p == nil {
+				p = &ps{}
+				byConv[it.conversationID()] = p
+			}
+			p.ids, p.values = append(p.ids, id), append(p.values, postings[id])
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE files f SET keyword_postings = u.p, ready_gen = u.g
-			FROM unnest($1::uuid[], $2::bytea[], $3::bigint[]) AS u(id, p, g) WHERE f.id = u.id`, pIDs, pValues, pGens); err != nil {
+		b := &pgx.Batch{}
+		for c, p := range byConv {
+			b.Queue(`
+				UPDATE files f SET keyword_postings = u.p, ready_gen = $4
+				FROM unnest($1::uuid[], $2::bytea[]) AS u(id, p) WHERE f.conversation_id = $3 AND f.id = u.id`, p.ids, p.values, c, gens[c])
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return dbError("docs: keyword postings", err)
 		}
 	}
@@ -1007,22 +1138,57 @@ func resolveDuplicates(items []*commitItem) {
 // ---- claims ----
 
 // claimFiles claims, under claim c, the oldest processing files without a
-// live claim of conversations not being deleted, at most max files and,
+// live claim of one conversation not being deleted, at most max files and,
 // past the first, budget bytes in all, and returns them with the number of
-// times each has been claimed, this one included.
-func (s *Store) claimFiles(ctx context.Context, c claim, max int, budget int64) ([]File, []int, error) {
+// times each has been claimed, this one included. It sets the claim's
+// conversation.
+//
+// The conversations with files processing come from their counters (on a
+// distributed database, the one statement of a poll that asks every node;
+// a partial index keeps it to the conversations with such files); the
+// claim itself names one conversation, the oldest upload first.
+func (s *Store) claimFiles(ctx context.Context, c *claim, max int, budget int64) ([]File, []int, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT conversation_id FROM conversation_stats
+		WHERE processing_files > 0
+		ORDER BY last_upload_at, conversation_id LIMIT $1`, claimConversations)
+	if err != nil {
+		return nil, nil, dbError("docs: claim files", err)
+	}
+	convs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, nil, dbError("docs: claim files", err)
+	}
+	for _, conv := range convs {
+		files, attempts, err := s.claimConversationFiles(ctx, *c, conv, max, budget)
+		if err != nil || len(files) > 0 {
+			c.conv = conv
+			return files, attempts, err
+		}
+	}
+	return nil, nil, nil
+}
+
+// claimConversations is how many conversations with files processing a
+// claim looks at: those whose files are all claimed by other workers are
+// passed over.
+const claimConversations = 16
+
+// claimConversationFiles is claimFiles in conversation conv.
+func (s *Store) claimConversationFiles(ctx context.Context, c claim, conv string, max int, budget int64) ([]File, []int, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE files f SET claimed_by = $1, claimed_until = now() + make_interval(secs => $2), attempts = f.attempts + 1
 		FROM (
 			SELECT id, sum(size_bytes) OVER (ORDER BY created_at, id) AS run, row_number() OVER (ORDER BY created_at, id) AS n
 			FROM (
 				SELECT f.id, f.size_bytes, f.created_at FROM files f
-				WHERE f.status = 'processing' AND (f.claimed_until IS NULL OR f.claimed_until < now()) AND `+visible+`
+				WHERE f.conversation_id = $5 AND f.status = 'processing'
+				  AND (f.claimed_until IS NULL OR f.claimed_until < now()) AND `+visible+`
 				ORDER BY f.created_at, f.id
 				LIMIT $3
 				FOR UPDATE SKIP LOCKED) l) w
-		WHERE f.id = w.id AND (w.n = 1 OR w.run <= $4)
-		RETURNING `+fileColumns+`, f.attempts`, c.token, c.lease.Seconds(), max, budget)
+		WHERE f.conversation_id = $5 AND f.id = w.id AND (w.n = 1 OR w.run <= $4)
+		RETURNING `+fileColumns+`, f.attempts`, c.token, c.lease.Seconds(), max, budget, conv)
 	if err != nil {
 		return nil, nil, dbError("docs: claim files", err)
 	}
@@ -1050,21 +1216,11 @@ func (s *Store) claimFiles(ctx context.Context, c claim, max int, budget int64) 
 func (s *Store) renewClaim(ctx context.Context, c claim) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE files SET claimed_until = now() + make_interval(secs => $2)
-		WHERE claimed_by = $1 AND status = 'processing'`, c.token, c.lease.Seconds())
+		WHERE conversation_id = $3 AND claimed_by = $1 AND status = 'processing'`, c.token, c.lease.Seconds(), c.conv)
 	if err != nil {
 		return 0, dbError("docs: renew claim", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// holds reports whether claim c still holds file id.
-func (s *Store) holds(ctx context.Context, c claim, id string) (bool, error) {
-	var held bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM files WHERE id = $1 AND claimed_by = $2 AND status = 'processing')`, id, c.token).Scan(&held)
-	if err != nil {
-		return false, dbError("docs: renew claim", err)
-	}
-	return held, nil
 }
 
 // releaseClaim gives up claim c on file ids (every file it holds when ids
@@ -1075,7 +1231,7 @@ func (s *Store) releaseClaim(c claim, ids []string) {
 	defer cancel()
 	_, err := s.pool.Exec(ctx, `
 		UPDATE files SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
-		WHERE claimed_by = $1 AND status = 'processing' AND ($2::uuid[] IS NULL OR id = ANY($2))`, c.token, ids)
+		WHERE conversation_id = $3 AND claimed_by = $1 AND status = 'processing' AND ($2::uuid[] IS NULL OR id = ANY($2))`, c.token, ids, c.conv)
 	if err != nil {
 		// The lease then expires on its own and the files are resumed later.
 		s.log.Warn("docs: cannot release a claim", "files", len(ids), "error", err)
@@ -1092,12 +1248,17 @@ func (s *Store) deleteFile(ctx context.Context, id string) error {
 		return dbError("docs: delete file", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	convs, err := homes(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	where, args := idWhere("f", 1, id, convs)
 	var conv, status, model string
 	var chunks, write, uploaded int64
 	err = tx.QueryRow(ctx, `
-		DELETE FROM files f WHERE f.id = $1 AND `+visible+`
+		DELETE FROM files f WHERE `+where+` AND `+visible+`
 		RETURNING f.conversation_id, f.status, f.embedding_model, f.chunk_count, f.write_seq, f.upload_seq`,
-		id).Scan(&conv, &status, &model, &chunks, &write, &uploaded)
+		args...).Scan(&conv, &status, &model, &chunks, &write, &uploaded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("docs: file %s: %w", id, ErrNotFound)
 	}
@@ -1165,7 +1326,7 @@ func (s *Store) deleteConversation(ctx context.Context, conv string) (int, error
 	b := &pgx.Batch{}
 	b.Queue(`
 		INSERT INTO conversation_purges AS p (conversation_id, floor) VALUES ($1, $2)
-		ON CONFLICT (conversation_id) DO UPDATE SET floor = greatest(p.floor, excluded.floor), requested_at = now()`, conv, floor)
+		ON CONFLICT (conversation_id) DO UPDATE SET floor = greatest(p.floor, excluded.floor), requested_at = excluded.requested_at`, conv, floor)
 	b.Queue(`DELETE FROM conversation_models WHERE conversation_id = $1`, conv)
 	b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = $1`, conv)
 	b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = $1`, conv)
@@ -1193,28 +1354,45 @@ func (s *Store) purgeStep(ctx context.Context) (bool, error) {
 		return false, dbError("docs: purge", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var conv string
-	var floor int64
-	err = tx.QueryRow(ctx, `
-		SELECT conversation_id, floor FROM conversation_purges
-		ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&conv, &floor)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	// The oldest deletions (on a distributed database, a statement that
+	// asks every node), then the first no other process is purging,
+	// locked by a statement that names it.
+	rows, err := tx.Query(ctx, `
+		SELECT conversation_id FROM conversation_purges ORDER BY requested_at LIMIT $1`, claimConversations)
 	if err != nil {
 		return false, dbError("docs: purge", err)
+	}
+	convs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	var conv string
+	var floor int64
+	for _, c := range convs {
+		err = tx.QueryRow(ctx, `
+			SELECT floor FROM conversation_purges WHERE conversation_id = $1 FOR UPDATE SKIP LOCKED`, c).Scan(&floor)
+		if err == nil {
+			conv = c
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return false, dbError("docs: purge", err)
+		}
+	}
+	if conv == "" {
+		return false, nil
 	}
 	// Chunks first, through their conversation's index; then the files,
 	// whose own chunks are then gone.
 	tag, err := tx.Exec(ctx, `
-		DELETE FROM chunks WHERE ctid = ANY(ARRAY(
+		DELETE FROM chunks WHERE conversation_id = $1 AND ctid = ANY(ARRAY(
 			SELECT ctid FROM chunks WHERE conversation_id = $1 AND write_seq <= $2 LIMIT $3))`, conv, floor, purgeBatch)
 	if err != nil {
 		return false, dbError("docs: purge", err)
 	}
 	if tag.RowsAffected() == 0 {
 		tag, err = tx.Exec(ctx, `
-			DELETE FROM files WHERE id = ANY(ARRAY(
+			DELETE FROM files WHERE conversation_id = $1 AND id = ANY(ARRAY(
 				SELECT id FROM files WHERE conversation_id = $1 AND upload_seq <= $2 LIMIT $3))`, conv, floor, purgeBatch/4)
 		if err != nil {
 			return false, dbError("docs: purge", err)
@@ -1244,7 +1422,7 @@ func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor i
 	b.Queue(`
 		UPDATE conversation_stats s
 		SET chunk_count = c.chunks, ready_files = c.ready, processing_files = c.processing, failed_files = c.failed,
-		    generation = CASE WHEN s.chunk_count = c.chunks THEN s.generation ELSE nextval('conversation_generation_seq') END
+		    generation = CASE WHEN s.chunk_count = c.chunks THEN s.generation ELSE (SELECT nextval('conversation_generation_seq')) END
 		FROM (SELECT coalesce(sum(chunk_count) FILTER (WHERE status = 'ready'), 0) AS chunks,
 		             count(*) FILTER (WHERE status = 'ready') AS ready,
 		             count(*) FILTER (WHERE status = 'processing') AS processing,
@@ -1275,7 +1453,7 @@ func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor i
 // of ids, embedded by model, in one transaction; the file's chunks become a
 // new write, fresh for the new model's vector index. A file deleted
 // meanwhile has nothing left to move.
-func (s *Store) storeReembedded(ctx context.Context, fileID string, ids []string, vecs [][]float32, model string) error {
+func (s *Store) storeReembedded(ctx context.Context, conv, fileID string, ids []string, vecs [][]float32, model string) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return dbError("store vectors", err)
@@ -1285,33 +1463,35 @@ func (s *Store) storeReembedded(ctx context.Context, fileID string, ids []string
 	if err != nil {
 		return err
 	}
-	var conv, old string
-	var chunks, oldWrite, oldWatermark int64
+	var old string
+	var chunks, oldWrite int64
 	err = tx.QueryRow(ctx, `
-		WITH o AS (SELECT id, embedding_model, write_seq FROM files WHERE id = $1 AND status = 'ready' FOR UPDATE)
+		WITH o AS (SELECT id, embedding_model, write_seq FROM files
+		           WHERE conversation_id = $4 AND id = $1 AND status = 'ready' FOR UPDATE)
 		UPDATE files f SET embedding_model = $2, updated_at = now(), write_seq = $3
-		FROM o WHERE f.id = o.id AND `+visible+`
-		RETURNING f.conversation_id, o.embedding_model, f.chunk_count, o.write_seq,
-		          coalesce((SELECT watermark FROM vector_indexes v WHERE v.embedding_model = o.embedding_model), -1)`,
-		fileID, model, seq).Scan(&conv, &old, &chunks, &oldWrite, &oldWatermark)
+		FROM o WHERE f.conversation_id = $4 AND f.id = o.id AND `+visible+`
+		RETURNING o.embedding_model, f.chunk_count, o.write_seq`,
+		fileID, model, seq, conv).Scan(&old, &chunks, &oldWrite)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return dbError("store vectors", err)
 	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE reembed (id uuid PRIMARY KEY, embedding vector NOT NULL) ON COMMIT DROP`); err != nil {
+	var oldWatermark int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT watermark FROM vector_indexes WHERE embedding_model = $1), -1)`, old).Scan(&oldWatermark); err != nil {
 		return dbError("store vectors", err)
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"reembed"}, []string{"id", "embedding"},
-		pgx.CopyFromSlice(len(ids), func(i int) ([]any, error) {
-			return []any{ids[i], pgvector.NewVector(vecs[i])}, nil
-		})); err != nil {
-		return dbError("store vectors", err)
+	// The vectors go as text, the one form of an array of vectors both a
+	// single node and a distributed database take in one statement.
+	texts := make([]string, len(vecs))
+	for i, v := range vecs {
+		texts[i] = pgvector.NewVector(v).String()
 	}
 	if _, err := tx.Exec(ctx, `
-		UPDATE chunks c SET embedding = r.embedding, embedding_model = $2, write_seq = $3
-		FROM reembed r WHERE c.id = r.id AND c.file_id = $1`, fileID, model, seq); err != nil {
+		UPDATE chunks c SET embedding = r.embedding::vector, embedding_model = $2, write_seq = $3
+		FROM unnest($5::uuid[], $6::text[]) AS r(id, embedding)
+		WHERE c.conversation_id = $4 AND c.id = r.id AND c.file_id = $1`, fileID, model, seq, conv, ids, texts); err != nil {
 		return dbError("store vectors", err)
 	}
 	floors, err := lockConversations(ctx, tx, []string{conv})
@@ -1334,7 +1514,7 @@ func (s *Store) storeReembedded(ctx context.Context, fileID string, ids []string
 	}
 	// Keyword indexes rank the chunks of the current model only: the file
 	// is sent to them again, with its new model.
-	if _, err := tx.Exec(ctx, `UPDATE files SET ready_gen = $2 WHERE id = $1`, fileID, gens[conv]); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE files SET ready_gen = $2 WHERE conversation_id = $3 AND id = $1`, fileID, gens[conv], conv); err != nil {
 		return dbError("store vectors", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -1351,7 +1531,7 @@ func (s *Store) storeReembedded(ctx context.Context, fileID string, ids []string
 // locked by another transaction (being deleted, or written back by another
 // process) is skipped rather than waited for, so this never blocks nor
 // deadlocks a writer.
-func savePostings(ctx context.Context, q querier, built map[uuid.UUID][]byte) (int, error) {
+func savePostings(ctx context.Context, q querier, conv string, built map[uuid.UUID][]byte) (int, error) {
 	ids := make([]uuid.UUID, 0, len(built))
 	values := make([][]byte, 0, len(built))
 	for id, p := range built {
@@ -1361,12 +1541,12 @@ func savePostings(ctx context.Context, q querier, built map[uuid.UUID][]byte) (i
 	tag, err := q.Exec(ctx, `
 		WITH todo AS (
 			SELECT id FROM files
-			WHERE id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
+			WHERE conversation_id = $3 AND id = ANY($1) AND status = 'ready' AND keyword_postings IS NULL
 			ORDER BY id
 			FOR UPDATE SKIP LOCKED)
 		UPDATE files f SET keyword_postings = v.p
 		FROM todo JOIN unnest($1::uuid[], $2::bytea[]) AS v(id, p) ON v.id = todo.id
-		WHERE f.id = todo.id`, ids, values)
+		WHERE f.conversation_id = $3 AND f.id = todo.id`, ids, values, conv)
 	if err != nil {
 		return 0, dbError("docs: keyword postings", err)
 	}
@@ -1374,8 +1554,8 @@ func savePostings(ctx context.Context, q querier, built map[uuid.UUID][]byte) (i
 }
 
 // buildPostings makes the keyword postings of files from their chunks'
-// tsvectors, as PostgreSQL computed them.
-func buildPostings(ctx context.Context, q querier, files []uuid.UUID) (map[uuid.UUID][]byte, error) {
+// tsvectors, as PostgreSQL computed them. The files are conv's.
+func buildPostings(ctx context.Context, q querier, conv string, files []uuid.UUID) (map[uuid.UUID][]byte, error) {
 	builders := make(map[uuid.UUID]*keyword.Builder, len(files))
 	for _, id := range files {
 		builders[id] = keyword.NewBuilder()
@@ -1384,9 +1564,9 @@ func buildPostings(ctx context.Context, q querier, files []uuid.UUID) (map[uuid.
 	// send and to read.
 	rows, err := q.Query(ctx, `
 		SELECT file_id, id, tsv FROM chunks
-		WHERE file_id = ANY($1)
+		WHERE conversation_id = $2 AND file_id = ANY($1)
 		ORDER BY file_id, ordinal`,
-		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode, pgx.BinaryFormatCode}, files)
+		pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.BinaryFormatCode, pgx.BinaryFormatCode}, files, conv)
 	if err != nil {
 		return nil, dbError("docs: keyword postings", err)
 	}

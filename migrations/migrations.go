@@ -119,6 +119,7 @@ func Fingerprint() string {
 	for _, m := range mustAll() {
 		fmt.Fprintf(h, "%s\x00%s\x00", m.Name, m.Checksum)
 	}
+	h.Write([]byte(distributeSQL))
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -177,7 +178,8 @@ func Current(ctx context.Context, db DB) (int, error) {
 // names of those it applied (none when the schema is current). It fails with
 // ErrChecksum, before applying anything, when an applied migration's file has
 // changed. Versions in the database that this build does not know (applied
-// by a newer build) are left alone.
+// by a newer build) are left alone. On a Citus coordinator it then
+// distributes the documents tables, once (see citus/distribute.sql).
 func Apply(ctx context.Context, db DB) ([]string, error) {
 	ms, err := All()
 	if err != nil {
@@ -224,6 +226,13 @@ func Apply(ctx context.Context, db DB) ([]string, error) {
 		if !done {
 			applied = append(applied, m.Name)
 		}
+	}
+	ran, err := distribute(ctx, db)
+	if err != nil {
+		return applied, err
+	}
+	if ran {
+		applied = append(applied, "citus/distribute.sql")
 	}
 	return applied, nil
 }

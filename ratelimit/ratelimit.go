@@ -19,7 +19,7 @@
 // every call.
 //
 // The table, rate_limit_buckets, is created by the migration
-// 011_rate_limit_buckets.sql (package migrations), which describes it.
+// 012_rate_limit_buckets.sql (package migrations), which describes it.
 package ratelimit
 
 import (
