@@ -17,45 +17,6 @@ import (
 	"github.com/mcpsearch/mcpsearch/pg"
 )
 
-// distributeSQL distributes the schema of migrations 001 to 009 on a Citus
-// cluster, in one transaction, as a migration would: the documents tables
-// by conversation_id, co-located, so that every statement about one
-// conversation runs on one worker; vector_indexes, which every search
-// reads, as a reference table (a copy on every node); the audit table by
-// its id, so that its writes spread over every shard (a NULL
-// conversation_id, as web searches leave, cannot be a distribution value).
-// schema_migrations stays on the coordinator, the one node that migrates.
-//
-// Citus refuses a primary key or unique constraint without the
-// distribution column, so files and chunks are keyed by (conversation_id,
-// id), and the foreign keys to files name both columns; file_bytes gains
-// the conversation_id it lacks, filled from files before it is
-// distributed. Tables with rows are copied to the shards; their local rows
-// stay on the coordinator's disk until
-// truncate_local_data_after_distributing_table.
-const distributeSQL = `
-ALTER TABLE chunks DROP CONSTRAINT chunks_file_id_fkey;
-ALTER TABLE file_bytes DROP CONSTRAINT file_bytes_file_id_fkey;
-ALTER TABLE files DROP CONSTRAINT files_pkey, ADD PRIMARY KEY (conversation_id, id);
-ALTER TABLE chunks DROP CONSTRAINT chunks_pkey, ADD PRIMARY KEY (conversation_id, id);
-ALTER TABLE chunks DROP CONSTRAINT chunks_file_id_ordinal_key, ADD UNIQUE (conversation_id, file_id, ordinal);
-ALTER TABLE file_bytes ADD COLUMN conversation_id text;
-UPDATE file_bytes b SET conversation_id = f.conversation_id FROM files f WHERE f.id = b.file_id;
-ALTER TABLE file_bytes ALTER COLUMN conversation_id SET NOT NULL;
-ALTER TABLE file_bytes DROP CONSTRAINT file_bytes_pkey, ADD PRIMARY KEY (conversation_id, file_id, seq);
-SELECT create_distributed_table('files', 'conversation_id');
-SELECT create_distributed_table('chunks', 'conversation_id', colocate_with => 'files');
-SELECT create_distributed_table('file_bytes', 'conversation_id', colocate_with => 'files');
-SELECT create_distributed_table('conversation_stats', 'conversation_id', colocate_with => 'files');
-SELECT create_distributed_table('conversation_models', 'conversation_id', colocate_with => 'files');
-SELECT create_distributed_table('keyword_removals', 'conversation_id', colocate_with => 'files');
-SELECT create_distributed_table('conversation_purges', 'conversation_id', colocate_with => 'files');
-ALTER TABLE chunks ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;
-ALTER TABLE file_bytes ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;
-SELECT create_reference_table('vector_indexes');
-SELECT create_distributed_table('chat_mcp_tool_calls', 'id');
-`
-
 // seedSQL writes 20 conversations of 10 ready files of 5 chunks each, and
 // one of 3,000 chunks, the vector index's row and the counters.
 const seedSQL = `
@@ -96,7 +57,8 @@ const longIndex = "chunks_hnsw_sentence_transforme_1024_a1b2c3_12345678901234567
 const shardCount = 32
 
 // TestDistributedSchema builds the schema with every migration on a Citus
-// cluster, distributes it with distributeSQL, and checks what the
+// cluster, which distributes it (migrations/citus/distribute.sql), and
+// checks what the
 // documents store needs of it: which statements run on one worker, which
 // must touch every shard, which Citus refuses, how the sequences behave
 // and how vector indexes are built.
@@ -104,26 +66,10 @@ func TestDistributedSchema(t *testing.T) {
 	ctx := context.Background()
 	pool := openPool(t, pgtest.NewCitusDatabase(t))
 
-	// The keys of the single-node schema: Citus refuses them.
-	err := inRolledBack(ctx, pool, `SELECT create_distributed_table('files', 'conversation_id')`)
-	wantError(t, err, "Distributed relations cannot have UNIQUE, EXCLUDE, or PRIMARY KEY constraints that do not include the partition column")
-
-	// Every statement of the distribution in one transaction, as a
-	// migration runs; the seed rows are written before, so their copy
-	// to the shards is exercised too.
+	// mcpsearch migrate distributed the schema (migrations/citus); the
+	// seed rows go to the shards.
 	if _, err := pool.Exec(ctx, seedSQL); err != nil {
 		t.Fatalf("seed: %v", err)
-	}
-	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, distributeSQL)
-		return err
-	}); err != nil {
-		t.Fatalf("distribute: %v", err)
-	}
-	for _, table := range []string{"files", "chunks", "file_bytes", "chat_mcp_tool_calls"} {
-		if _, err := pool.Exec(ctx, `SELECT truncate_local_data_after_distributing_table($1)`, table); err != nil {
-			t.Fatalf("truncate the local rows of %s: %v", table, err)
-		}
 	}
 
 	t.Run("tables", func(t *testing.T) { checkTables(ctx, t, pool) })
