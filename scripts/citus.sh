@@ -76,50 +76,14 @@ unavailable() {
 	exit 3
 }
 
-if [[ $EUID -eq 0 ]]; then
-	as_root() { "$@"; }
-	as_postgres() { (cd / && runuser -u postgres -- "$@"); }
-elif command -v sudo >/dev/null 2>&1; then
-	as_root() { sudo "$@"; }
-	as_postgres() { (cd / && sudo -u postgres "$@"); }
-else
-	die "run as root or install sudo (or set MCPSEARCH_CITUS_URL to an existing Citus cluster)"
-fi
+ALTERNATIVE="set MCPSEARCH_CITUS_URL to an existing Citus cluster"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # Two runs at once (parallel test jobs) would race on the build and on the
 # servers' start; one lock serialises them.
 exec 9>"${TMPDIR:-/tmp}/mcpsearch-citus.lock"
 flock 9
-
-# pg_version prints the newest PostgreSQL major version whose server is
-# installed, or nothing (the same choice as scripts/pg.sh).
-pg_version() {
-	local d
-	for d in /usr/lib/postgresql/*/bin/postgres; do
-		[[ -x $d ]] && basename "$(dirname "$(dirname "$d")")"
-	done | sort -V | tail -n 1
-}
-
-installed() {
-	[[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" == installed ]]
-}
-
-apt_updated=0
-apt_install() {
-	local missing=() p
-	for p in "$@"; do
-		installed "$p" || missing+=("$p")
-	done
-	((${#missing[@]} == 0)) && return 0
-	command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install ${missing[*]} (or set MCPSEARCH_CITUS_URL to an existing Citus cluster)"
-	if ((apt_updated == 0)); then
-		log "apt-get update"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-		apt_updated=1
-	fi
-	log "installing ${missing[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-}
 
 ver="$(pg_version)"
 bindir="/usr/lib/postgresql/$ver/bin"
