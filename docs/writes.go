@@ -575,6 +575,26 @@ type storedUpload struct {
 // validation took; a small upload's bytes are also returned, kept for a
 // worker of this process.
 func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload, error) {
+	var err error
+	for range 3 {
+		var out []storedUpload
+		out, err = s.storeUploadsOnce(ctx, ups)
+		if !errors.Is(err, errDeletedMeanwhile) {
+			return out, err
+		}
+		// A deletion of a conversation committed between the write's
+		// number and its lock: the uploads belong to the conversation's
+		// next incarnation, which a new write number gives them.
+	}
+	return nil, err
+}
+
+// errDeletedMeanwhile reports a write numbered before a deletion of its
+// conversation that committed before the write locked it.
+var errDeletedMeanwhile = fmt.Errorf("%w: the conversation was deleted meanwhile; upload the files again", ErrBusy)
+
+// storeUploadsOnce is one attempt of storeUploads.
+func (s *Store) storeUploadsOnce(ctx context.Context, ups []upload) ([]storedUpload, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, dbError("docs: record upload", err)
@@ -646,7 +666,7 @@ func (s *Store) storeUploads(ctx context.Context, ups []upload) ([]storedUpload,
 		}
 		for _, c := range convs {
 			if seq <= floors[c] {
-				return nil, fmt.Errorf("docs: upload to %s: %w: the conversation was deleted meanwhile; upload the files again", c, ErrBusy)
+				return nil, fmt.Errorf("docs: upload to %s: %w", c, errDeletedMeanwhile)
 			}
 		}
 		if _, err := applyDeltas(ctx, tx, ds); err != nil {
