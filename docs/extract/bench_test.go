@@ -192,3 +192,19 @@ func BenchmarkOCR(b *testing.B) {
 		b.ReportMetric(float64(2*b.N)/b.Elapsed().Seconds(), "pages/s")
 	})
 }
+
+// BenchmarkHostile measures how fast the readers give up on documents built
+// to cost: a sheet repeating a full row a million times, which must stop
+// at the text limit rather than expand.
+//
+//	go test -run '^$' -bench Hostile ./docs/extract/
+func BenchmarkHostile(b *testing.B) {
+	data := ods(b, fullSheet)
+	l := Limits{MaxTextBytes: 4 << 20}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Extract(context.Background(), MIMEODS, data); err == nil {
+			b.Fatal("a million repeated rows were accepted")
+		}
+	}
+}

@@ -240,11 +240,10 @@ func hostile(t *testing.T, l Limits, mt string, data []byte, want error, message
 	if !errors.Is(err, want) || !strings.Contains(err.Error(), message) {
 		t.Errorf("Extract = %v; want %v saying %q", err, want, message)
 	}
+	// Allocation is the bound checked here: it does not depend on how busy
+	// the machine is. Speed lives in BenchmarkHostile.
 	if alloc > maxAlloc {
 		t.Errorf("allocated %d MiB, more than %d MiB", alloc>>20, maxAlloc>>20)
-	}
-	if took > time.Second {
-		t.Errorf("took %s", took)
 	}
 }
 
@@ -306,6 +305,9 @@ func ods(t testing.TB, rows string) []byte {
 		entry{name: "content.xml", data: []byte(content)})
 }
 
+// fullSheet repeats a row of values a million times across every column.
+const fullSheet = `<table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row>`
+
 func TestRepeatedRowsAndColumns(t *testing.T) {
 	cell := func(v string) string {
 		return `<table:table-cell office:value-type="string"><text:p>` + v + `</text:p></table:table-cell>`
@@ -313,15 +315,11 @@ func TestRepeatedRowsAndColumns(t *testing.T) {
 	empty := `<table:table-row table:number-rows-repeated="1048000"><table:table-cell table:number-columns-repeated="16384"/></table:table-row>`
 	// Empty rows repeated a million times cost a counter: the row after
 	// them is row 1,048,002.
-	start := time.Now()
 	doc, err := Extract(context.Background(), MIMEODS, ods(t,
 		"<table:table-row>"+cell("Name")+cell("Value")+"</table:table-row>"+empty+
 			"<table:table-row>"+cell("last")+`<table:table-cell table:number-columns-repeated="3"/>`+cell("9")+"</table:table-row>"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("took %s", took)
 	}
 	if got := doc.Spans[0].Location; got.Sheet != "Data" || got.Cells != "A1:E1048002" {
 		t.Errorf("location %+v, want sheet Data, A1:E1048002", got)
@@ -332,8 +330,7 @@ func TestRepeatedRowsAndColumns(t *testing.T) {
 
 	// A row of values repeated a million times across every column ends
 	// at the text limit, fast and within bounded memory.
-	full := `<table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row>`
-	hostile(t, Limits{MaxTextBytes: 4 << 20}, MIMEODS, ods(t, full), ErrTooLarge, "exceeds 4194304 bytes (the text limit)", 256<<20)
+	hostile(t, Limits{MaxTextBytes: 4 << 20}, MIMEODS, ods(t, fullSheet), ErrTooLarge, "exceeds 4194304 bytes (the text limit)", 256<<20)
 }
 
 // TestTextHeldBack checks that a paragraph or a cell larger than the text
