@@ -642,7 +642,7 @@ func (s *Store) duplicates(ctx context.Context, ups []upload) (map[string]File, 
 	for c, shas := range byConversation(convs, shas) {
 		rows, err := s.pool.Query(ctx, `
 			SELECT `+fileColumns+` FROM files f
-			WHERE f.conversation_id = $1 AND f.sha256 = ANY($2::text[]) AND NOT `+reclaimable+` AND `+visible, c, shas)
+			WHERE f.conversation_id = $1 AND f.sha256 = ANY($2::text[]) AND NOT `+reclaimable("$1")+` AND `+visible, c, shas)
 		if err != nil {
 			return nil, dbError("docs: look for duplicates", err)
 		}

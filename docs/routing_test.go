@@ -60,11 +60,6 @@ var fanOut = []struct{ fragment, why string }{
 	{"FROM conversation_purges ORDER BY requested_at", "the purge looking for deleted conversations"},
 	{"FROM conversation_models\n\t\tWHERE embedding_model = $1 AND chunks > covered", "the index policy's state of the whole model"},
 	{"WHERE embedding_model = $1 AND chunks > covered AND chunks - covered", "the index policy's poll"},
-	// Not yet routed although they name the conversation: Citus plans a
-	// subquery under OR (whether a processing file still has its stored
-	// bytes) for every shard. Their cost is one task per shard, on the
-	// upload path only.
-	{"AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.conversation_id = f.conversation_id AND b.file_id = f.id)))", "an upload's duplicate check (to route: the bytes' presence as a join)"},
 }
 
 // utility matches statements EXPLAIN cannot plan, or that read no table.

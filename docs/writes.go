@@ -57,14 +57,19 @@ import (
 const visible = `NOT EXISTS (SELECT FROM conversation_purges p
 	WHERE p.conversation_id = f.conversation_id AND f.upload_seq <= p.floor)`
 
-// reclaimable is the condition, on a row of files aliased f, under which an
-// upload of the same bytes processes the file again rather than being its
-// duplicate: it failed, or it is processing without a live claim and
-// without stored bytes, as a synchronous Ingest of an older version left a
-// file when its process stopped.
-const reclaimable = `(f.status = 'failed' OR (f.status = 'processing'
+// reclaimable returns the condition, on a row of files aliased f of the
+// conversation the parameter conv names, under which an upload of the same
+// bytes processes the file again rather than being its duplicate: it
+// failed, or it is processing without a live claim and without stored
+// bytes, as a synchronous Ingest of an older version left a file when its
+// process stopped. The subquery names the conversation itself: Citus does
+// not carry f's conversation into a subquery under OR, and would ask every
+// shard.
+func reclaimable(conv string) string {
+	return `(f.status = 'failed' OR (f.status = 'processing'
 	AND (f.claimed_until IS NULL OR f.claimed_until < now())
-	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.conversation_id = f.conversation_id AND b.file_id = f.id)))`
+	AND NOT EXISTS (SELECT 1 FROM file_bytes b WHERE b.conversation_id = ` + conv + ` AND b.file_id = f.id)))`
+}
 
 // fileColumns is the select list scanFile reads, on files aliased f.
 const fileColumns = `f.id::text, f.conversation_id, f.file_name, f.mime_type, f.sha256, f.status, f.error,
@@ -446,7 +451,7 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 		ORDER BY f.id FOR UPDATE OF f`, conv, shas)
 	b.Queue(`
 		SELECT f.sha256, f.id FROM files f
-		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[]) AND `+reclaimable, conv, shas)
+		WHERE f.conversation_id = $1::text AND f.sha256 = ANY($2::text[]) AND `+reclaimable("$1::text"), conv, shas)
 	br := tx.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
@@ -551,7 +556,7 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 // there is none.
 func (s *Store) duplicate(ctx context.Context, q querier, up upload) (File, error) {
 	f, err := scanFile(q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files f
-		WHERE f.conversation_id = $1 AND f.sha256 = $2 AND NOT `+reclaimable+` AND `+visible,
+		WHERE f.conversation_id = $1 AND f.sha256 = $2 AND NOT `+reclaimable("$1")+` AND `+visible,
 		up.conversationID, up.sha256))
 	f.Duplicate = err == nil
 	return f, err
