@@ -53,15 +53,20 @@ test: interop-deps
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
 
-# The suites that use the documents store, again on a Citus cluster: every
-# test database is made on the coordinator and the workers. The cluster is
-# MCPSEARCH_CITUS_URL's, or the local one scripts/citus.sh starts (it needs
-# Citus installed, or its source: see the script). make test runs the
+# The suites whose SQL Citus distributes, again on a Citus cluster: the
+# documents store, the shared rate limits, the distributed schema, and
+# every client end to end (the audit table included); every test database
+# is made on the coordinator and the workers. The cluster is MCPSEARCH_CITUS_URL's, or the local one
+# scripts/citus.sh starts (it needs Citus installed, or its source: see the
+# script). Without -race: what differs on Citus is the SQL, and make test
+# runs the same Go code under the race detector. make test runs the
 # Citus-only tests too when MCPSEARCH_CITUS_URL is set.
+CITUS_PACKAGES := ./docs ./ratelimit ./internal/citustest ./interop
+
 test-citus: interop-deps
 	@MCPSEARCH_CITUS_URL="$${MCPSEARCH_CITUS_URL:-$$(bash scripts/citus.sh)}" && export MCPSEARCH_CITUS_URL && \
 	DATABASE_URL="$$MCPSEARCH_CITUS_URL" MCPSEARCH_REQUIRE_CITUS=1 MCPSEARCH_INTEROP=1 \
-	$(GO) test -race -count=1 -timeout 30m ./docs/... ./interop/... ./ratelimit/... ./internal/citustest/...
+	$(GO) test -count=1 -timeout 30m $(CITUS_PACKAGES)
 
 # Stop the three servers of the local Citus cluster (scripts/citus.sh).
 citus-stop:

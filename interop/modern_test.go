@@ -136,7 +136,7 @@ func (ms modernServer) ingest(t *testing.T, doc modernDoc) modernDoc {
 		t.Fatalf("connect to the documents database: %v", err)
 	}
 	defer conn.Close(context.Background())
-	err = conn.QueryRow(ctx, `SELECT f.id::text, c.id::text FROM files f JOIN chunks c ON c.file_id = f.id
+	err = conn.QueryRow(ctx, `SELECT f.id::text, c.id::text FROM files f JOIN chunks c ON c.conversation_id = f.conversation_id AND c.file_id = f.id
 		WHERE f.conversation_id = $1 AND f.file_name = $2 AND f.status = 'ready' ORDER BY c.ordinal LIMIT 1`,
 		doc.conv, doc.name).Scan(&doc.fileID, &doc.chunkID)
 	if err != nil {

@@ -99,6 +99,10 @@ func newCitus(t testing.TB, admin string, migrate bool) string {
 	return u
 }
 
+// testShards is the number of shards of each distributed table in the
+// test databases.
+const testShards = 8
+
 // citusNode is a node as the coordinator reaches it.
 type citusNode struct {
 	name string
@@ -127,7 +131,7 @@ func ensureCitusTemplate(ctx context.Context, admin string, migrate bool) (strin
 	if migrate {
 		schema = migrations.Fingerprint()
 	}
-	sum := sha256.Sum256([]byte(nodes + "\x00" + schema))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", nodes, schema, testShards)))
 	name := templatePrefix + "citus_" + hex.EncodeToString(sum[:8])
 
 	builtMu.Lock()
@@ -208,6 +212,13 @@ func buildCitus(ctx context.Context, conn *pgx.Conn, admin, name string, migrate
 		}
 	}
 	if migrate {
+		// Fewer shards than Citus's default 32: every shard of every table
+		// is a set of files each test database copies on its node, and a
+		// statement asking every shard a task each. Eight over two workers
+		// still spread conversations, and fan out where a statement does.
+		if _, err := db.Exec(ctx, fmt.Sprintf(`SET citus.shard_count = %d`, testShards)); err != nil {
+			return err
+		}
 		if _, err := migrations.Apply(ctx, db); err != nil {
 			return fmt.Errorf("migrate %s: %w", name, err)
 		}
