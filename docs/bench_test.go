@@ -60,6 +60,7 @@ func BenchmarkStore(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		fmt.Fprintf(&ingestion, "keyword index of %d chunks: %.1f MiB on the heap, %.1f MiB by the cache's estimate\n",
 			load.big, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), float64(s.keywords.UsedBytes())/(1<<20))
+		ingestion.WriteString(fanOutCost(b, s))
 		for _, conv := range []struct {
 			id    string
 			label string
@@ -80,6 +81,37 @@ func BenchmarkStore(b *testing.B) {
 		}
 	}
 	fmt.Print(table.String() + "\n" + ingestion.String())
+}
+
+// fanOutCost measures the store's statements that ask every shard on a Citus
+// cluster (on one PostgreSQL, every table): listing the conversations and
+// the vector index policy's state, 200 calls each after one warming pass.
+func fanOutCost(b *testing.B, s *testStore) string {
+	b.Helper()
+	ctx := context.Background()
+	var out strings.Builder
+	for _, st := range []struct {
+		name string
+		call func() error
+	}{
+		{"list_conversations (50)", func() error { _, err := s.ListConversations(ctx, nil, 50); return err }},
+		{"vector index state", func() error { _, err := s.IndexState(ctx); return err }},
+	} {
+		lat := make([]time.Duration, 0, 200)
+		for pass := range 2 {
+			for range 200 {
+				t0 := time.Now()
+				if err := st.call(); err != nil {
+					b.Fatal(err)
+				}
+				if pass == 1 {
+					lat = append(lat, time.Since(t0))
+				}
+			}
+		}
+		fmt.Fprintf(&out, "%s: p50 %s, p99 %s\n", st.name, percentile(lat, 0.50), percentile(lat, 0.99))
+	}
+	return out.String()
 }
 
 // indexTimes returns how long the vector index takes to cover the chunks a

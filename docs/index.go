@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -304,6 +305,16 @@ func (s *Store) BuildIndex(ctx context.Context, policy IndexPolicy, force bool) 
 	if _, err := conn.Exec(ctx, fmt.Sprintf("SET maintenance_work_mem = '%dkB'; SET statement_timeout = 0", max(policy.BuildMemory>>10, 1024))); err != nil {
 		return false, dbError("docs: build vector index", err)
 	}
+	// On Citus each worker builds its shards' indexes with its own
+	// maintenance_work_mem: Citus does not pass the session's to them.
+	if low, err := workersShortOfMemory(ctx, conn, policy.BuildMemory); err != nil {
+		s.log.Warn("docs: could not read the workers' maintenance_work_mem", "err", err)
+	} else {
+		for _, w := range low {
+			s.log.Warn("docs: a Citus worker builds its vector indexes with less memory than the build asks: set maintenance_work_mem on the worker (pgvector builds several times slower when the graph does not fit)",
+				"worker", w.node, "maintenance_work_mem", w.setting, "build_memory_bytes", policy.BuildMemory)
+		}
+	}
 	s.log.Info("docs: building the vector index", "model", model, "index", name, "fresh_chunks", st.Fresh)
 	// Rows written while the index is built carry later write numbers
 	// than its watermark: they stay out of it, and ingestion does not wait.
@@ -459,4 +470,44 @@ func dropLegacy(ctx context.Context, conn *pgx.Conn) error {
 func lockKey(name string) int64 {
 	sum := sha256.Sum256([]byte("mcpsearch/docs/" + name))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// shortWorker is a Citus worker whose maintenance_work_mem is below a
+// build's memory.
+type shortWorker struct{ node, setting string }
+
+// workersShortOfMemory returns the workers of a Citus cluster whose
+// maintenance_work_mem is below want bytes; none on a database without
+// Citus. A build's SET reaches the coordinator's session alone: CREATE
+// INDEX CONCURRENTLY runs outside a transaction, where Citus does not
+// propagate settings, so each worker uses its configured value.
+func workersShortOfMemory(ctx context.Context, conn *pgx.Conn, want int64) ([]shortWorker, error) {
+	var citus bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil || !citus {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, `
+		SELECT nodename || ':' || nodeport, success, result
+		FROM run_command_on_workers($$SELECT setting || ' ' || pg_size_pretty(setting::bigint * 1024) FROM pg_settings WHERE name = 'maintenance_work_mem'$$)`)
+	if err != nil {
+		return nil, err
+	}
+	var out []shortWorker
+	var node, result string
+	var ok bool
+	_, err = pgx.ForEachRow(rows, []any{&node, &ok, &result}, func() error {
+		if !ok {
+			return fmt.Errorf("worker %s: %s", node, result)
+		}
+		kb, pretty, found := strings.Cut(result, " ")
+		n, err := strconv.ParseInt(kb, 10, 64)
+		if !found || err != nil {
+			return fmt.Errorf("worker %s: maintenance_work_mem %q", node, result)
+		}
+		if n<<10 < want {
+			out = append(out, shortWorker{node, pretty})
+		}
+		return nil
+	})
+	return out, err
 }

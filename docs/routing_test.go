@@ -203,3 +203,40 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	}
 	t.Logf("%d distinct statements checked", checked)
 }
+
+// TestWorkersShortOfMemory: on a Citus cluster the build names the workers
+// whose maintenance_work_mem is below its memory, since they build their
+// shards' indexes with their own; on one PostgreSQL there are none.
+func TestWorkersShortOfMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		url     func(testing.TB) string
+		workers int
+	}{
+		{"one PostgreSQL", pgtest.NewDatabase, 0},
+		{"Citus", pgtest.NewCitusDatabase, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, tc.url(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			// No worker has a petabyte; every worker has a kilobyte.
+			low, err := workersShortOfMemory(ctx, conn, 1<<50)
+			if err != nil || len(low) != tc.workers {
+				t.Fatalf("short of a petabyte: %v, %v; want %d workers", low, err, tc.workers)
+			}
+			for _, w := range low {
+				if w.node == "" || w.setting == "" {
+					t.Errorf("worker %+v lacks its name or setting", w)
+				}
+			}
+			if low, err := workersShortOfMemory(ctx, conn, 1<<10); err != nil || len(low) != 0 {
+				t.Errorf("short of a kilobyte: %v, %v; want none", low, err)
+			}
+		})
+	}
+}

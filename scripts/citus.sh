@@ -257,6 +257,10 @@ for node in "${NODES[@]}"; do
 		END
 		\$\$;
 		SELECT 'CREATE DATABASE $DB OWNER $ROLE' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$DB') \gexec
+		-- Workers build their shards' vector indexes with their own
+		-- maintenance_work_mem: Citus does not pass mcpsearch's to them.
+		ALTER SYSTEM SET maintenance_work_mem = '1GB';
+		SELECT pg_reload_conf() \gset
 	SQL
 	# The extensions are created by $ROLE: Citus's background work connects
 	# to the other nodes as the extension's owner. Once a worker holds

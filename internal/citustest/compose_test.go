@@ -67,7 +67,7 @@ func TestCitusComposeValidates(t *testing.T) {
 		}
 	}
 	config := run("config")
-	for _, want := range []string{"mcpsearch-citus:13.2.0", "127.0.0.1:9700:5432", "wal_level=logical"} {
+	for _, want := range []string{"mcpsearch-citus:13.2.0", "127.0.0.1:9700:5432", "wal_level=logical", "maintenance_work_mem=1GB"} {
 		if !strings.Contains(config, want) {
 			t.Errorf("the Citus stack's configuration lacks %q", want)
 		}
