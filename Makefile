@@ -54,19 +54,19 @@ test: interop-deps
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
 
 # The suites whose SQL Citus distributes, again on a Citus cluster: the
-# documents store, the shared rate limits, the distributed schema, and
-# every client end to end (the audit table included); every test database
-# is made on the coordinator and the workers. The cluster is MCPSEARCH_CITUS_URL's, or the local one
-# scripts/citus.sh starts (it needs Citus installed, or its source: see the
-# script). Without -race: what differs on Citus is the SQL, and make test
-# runs the same Go code under the race detector. make test runs the
-# Citus-only tests too when MCPSEARCH_CITUS_URL is set.
-CITUS_PACKAGES := ./docs ./ratelimit ./internal/citustest ./interop
+# documents store, the shared rate limits, the distributed schema, the test
+# databases, and every client end to end (the audit table included); every
+# test database is made on the coordinator and the workers. The cluster is
+# MCPSEARCH_CITUS_URL's, or the local one scripts/citus.sh starts (it needs
+# Citus installed, or its source: see the script). Under -race like make
+# test, which also reuses make test's build. make test runs the Citus-only
+# tests too when MCPSEARCH_CITUS_URL is set.
+CITUS_PACKAGES := ./docs ./ratelimit ./internal/citustest ./internal/pgtest ./interop
 
 test-citus: interop-deps
 	@MCPSEARCH_CITUS_URL="$${MCPSEARCH_CITUS_URL:-$$(bash scripts/citus.sh)}" && export MCPSEARCH_CITUS_URL && \
 	DATABASE_URL="$$MCPSEARCH_CITUS_URL" MCPSEARCH_REQUIRE_CITUS=1 MCPSEARCH_INTEROP=1 \
-	$(GO) test -count=1 -timeout 30m $(CITUS_PACKAGES)
+	$(GO) test -race -count=1 -timeout 30m $(CITUS_PACKAGES)
 
 # Stop the three servers of the local Citus cluster (scripts/citus.sh).
 citus-stop:
@@ -79,8 +79,14 @@ citus-stop:
 testdb-clean:
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" bash scripts/testdb-clean.sh
 
-interop-deps:
+# The Node clients of the interop suites. npm ci reinstalls every package
+# each time; the stamp lets a second make (test, then test-citus) skip it
+# until the lock file changes.
+interop-deps: interop/node_modules/.installed
+
+interop/node_modules/.installed: interop/package.json interop/package-lock.json
 	@cd interop && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 bench:
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
