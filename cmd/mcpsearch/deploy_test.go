@@ -7,31 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// composeCommand returns the command line of Docker Compose, v2 or v1.
-// CI installs docker-compose; elsewhere the caller skips without it unless
-// MCPSEARCH_REQUIRE_COMPOSE=1.
-func composeCommand(t *testing.T) []string {
-	t.Helper()
-	switch {
-	case exec.Command("docker", "compose", "version").Run() == nil:
-		return []string{"docker", "compose"}
-	case exec.Command("docker-compose", "version").Run() == nil:
-		return []string{"docker-compose"}
-	}
-	if os.Getenv("MCPSEARCH_REQUIRE_COMPOSE") == "1" {
-		t.Fatal("neither docker compose nor docker-compose is installed")
-	}
-	t.Skip("neither docker compose nor docker-compose is installed")
-	return nil
-}
+	"github.com/mcpsearch/mcpsearch/internal/composetest"
+)
 
 // TestDockerComposeValidates runs the compose file through Docker Compose's
 // own validation, with the .env file scripts/compose-env.sh makes, and
 // checks that without it Compose refuses and says how to make it.
 func TestDockerComposeValidates(t *testing.T) {
-	compose := composeCommand(t)
+	compose := composetest.Command(t)
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, ".env")
 	runIn(t, repoRoot, nil, "bash", filepath.Join("scripts", "compose-env.sh"), envFile)
@@ -39,14 +23,7 @@ func TestDockerComposeValidates(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The shell's variables override the env file in Compose; none of a
-	// developer's may leak into the check.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCP_") && !strings.HasPrefix(kv, "SEARXNG_") && !strings.HasPrefix(kv, "POSTGRES_") && !strings.HasPrefix(kv, "COMPOSE_") {
-			env = append(env, kv)
-		}
-	}
+	env := composetest.Env()
 	config := func(envFile string) (string, error) {
 		args := append(slices.Clone(compose[1:]), "--env-file", envFile, "-f", "docker-compose.yml", "config", "-q")
 		cmd := exec.Command(compose[0], args...)

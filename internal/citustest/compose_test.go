@@ -1,52 +1,29 @@
 package citustest
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpsearch/mcpsearch/internal/composetest"
 )
 
 // repoRoot is the checkout's root, from this package's folder.
 const repoRoot = "../.."
-
-// compose returns the command line of Docker Compose, v2 or v1, skipping
-// the test without one unless MCPSEARCH_REQUIRE_COMPOSE=1 (as CI sets).
-func compose(t *testing.T) []string {
-	t.Helper()
-	switch {
-	case exec.Command("docker", "compose", "version").Run() == nil:
-		return []string{"docker", "compose"}
-	case exec.Command("docker-compose", "version").Run() == nil:
-		return []string{"docker-compose"}
-	}
-	if os.Getenv("MCPSEARCH_REQUIRE_COMPOSE") == "1" {
-		t.Fatal("neither docker compose nor docker-compose is installed")
-	}
-	t.Skip("neither docker compose nor docker-compose is installed")
-	return nil
-}
 
 // TestCitusComposeValidates runs the stack on Citus, docker-compose.yml
 // with docker-compose.citus.yml over it, through Docker Compose's own
 // validation with the .env file scripts/compose-env.sh makes, and checks
 // that it has the coordinator, the workers and their registration.
 func TestCitusComposeValidates(t *testing.T) {
-	c := compose(t)
+	c := composetest.Command(t)
 	envFile := filepath.Join(t.TempDir(), ".env")
 	if out, err := exec.Command("bash", filepath.Join(repoRoot, "scripts", "compose-env.sh"), envFile).CombinedOutput(); err != nil {
 		t.Fatalf("compose-env.sh: %v\n%s", err, out)
 	}
-	// A developer's variables would override the env file.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCP_") && !strings.HasPrefix(kv, "SEARXNG_") && !strings.HasPrefix(kv, "POSTGRES_") &&
-			!strings.HasPrefix(kv, "COMPOSE_") && !strings.HasPrefix(kv, "CITUS_") {
-			env = append(env, kv)
-		}
-	}
+	env := composetest.Env()
 	run := func(args ...string) string {
 		t.Helper()
 		full := append(slices.Clone(c[1:]), "--env-file", envFile, "-f", "docker-compose.yml", "-f", "docker-compose.citus.yml")
