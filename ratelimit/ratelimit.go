@@ -382,6 +382,26 @@ func (l *Limiter) Prune(ctx context.Context, idle time.Duration) (int64, error) 
 	return tag.RowsAffected(), nil
 }
 
+// PruneEvery runs Prune with idle every interval until ctx ends, so that
+// the buckets of callers that came and went do not stay for good. Every
+// replica may run it: a DELETE of rows nobody uses is cheap and harmless
+// twice. A failed round is reported to onError and tried again at the
+// next.
+func (l *Limiter) PruneEvery(ctx context.Context, interval, idle time.Duration, onError func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := l.Prune(ctx, idle); err != nil && ctx.Err() == nil {
+			onError(err)
+		}
+	}
+}
+
 // localBuckets are the buckets of this process, for FailLocal.
 type localBuckets struct {
 	mu sync.Mutex

@@ -340,6 +340,53 @@ func TestPrune(t *testing.T) {
 	}
 }
 
+func TestPruneEvery(t *testing.T) {
+	u := newDatabase(t)
+	pool := openPool(t, u)
+	l := New(pool, Options{Timeout: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	bucket := func(key string) {
+		t.Helper()
+		if _, err := l.Take(ctx, Bucket{Key: key, Limit: Limit{PerMinute: 60, Burst: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bucket("gone")
+	bucket("kept")
+	if _, err := pool.Exec(ctx, `UPDATE rate_limit_buckets SET updated_at = now() - interval '2 hours' WHERE key = 'gone'`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.PruneEvery(ctx, 10*time.Millisecond, time.Hour, func(err error) { t.Errorf("prune: %v", err) })
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var keys []string
+		rows, err := pool.Query(ctx, `SELECT key FROM rate_limit_buckets ORDER BY key`)
+		if err == nil {
+			keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(keys, []string{"kept"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("buckets after 30 s of pruning: %q; want the one in use alone", keys)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("PruneEvery did not return when its context ended")
+	}
+}
+
 func TestParseFailure(t *testing.T) {
 	for _, f := range []Failure{FailLocal, FailOpen, FailClosed} {
 		got, err := ParseFailure(f.String())

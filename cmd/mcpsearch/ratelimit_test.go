@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
@@ -240,4 +241,27 @@ func fallbacks(t *testing.T, hs *httptest.Server) float64 {
 		}
 	}
 	return 0
+}
+
+func TestBucketIdle(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		base  config.RateLimit
+		tools map[string]config.RateLimit
+		want  time.Duration
+	}{
+		{"defaults fill in seconds: an hour", config.RateLimit{PerMinute: 30, Burst: 5}, nil, time.Hour},
+		{"a slow default", config.RateLimit{PerMinute: 1, Burst: 100}, nil, 200 * time.Minute},
+		{"a slow tool", config.RateLimit{PerMinute: 30, Burst: 5},
+			map[string]config.RateLimit{"fetch_url": {PerMinute: 2, Burst: -1}, "web_search": {PerMinute: 1, Burst: 90}}, 180 * time.Minute},
+		{"unlimited", config.RateLimit{PerMinute: 0, Burst: 1000}, nil, time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.RateLimit, cfg.RateLimits = tt.base, tt.tools
+			if got := bucketIdle(cfg); got != tt.want {
+				t.Errorf("bucketIdle = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

@@ -123,6 +123,17 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 		}
 		closers = append(closers, closeLim)
 		deps.RateLimits = lim
+		// A bucket unused for longer than it takes to fill is full: its
+		// row can go, and comes back full when its caller does.
+		pctx, stopPrune := context.WithCancel(context.Background())
+		pruned := make(chan struct{})
+		go func() {
+			defer close(pruned)
+			lim.PruneEvery(pctx, rateLimitPruneInterval, bucketIdle(cfg), func(err error) {
+				log.Warn("rate limits: prune idle buckets", "error", err)
+			})
+		}()
+		closers = append(closers, func() { stopPrune(); <-pruned })
 	}
 	if cfg.DocsEnabled {
 		st, err := openDocs(ctx, cfg, pool, log)
@@ -161,6 +172,28 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 	log.Info("mcpsearch starting", "version", version, "transports", strings.Join(cfg.Transports, ","),
 		"web_search", deps.Search != nil, "docs", deps.Docs != nil, "rate_limits", rateLimits)
 	return srv, closeAll, nil
+}
+
+// rateLimitPruneInterval is how often a replica deletes the rows of
+// buckets nobody used for bucketIdle.
+const rateLimitPruneInterval = 10 * time.Minute
+
+// bucketIdle is how long a bucket's row stays unused before it is pruned:
+// twice the longest any of cfg's buckets takes to fill (Burst at PerMinute),
+// and at least an hour.
+func bucketIdle(cfg config.Config) time.Duration {
+	idle := time.Hour
+	limits := []config.RateLimit{cfg.RateLimit}
+	for tool := range cfg.RateLimits {
+		limits = append(limits, cfg.RateLimitFor(tool))
+	}
+	for _, rl := range limits {
+		if rl.PerMinute > 0 {
+			fill := time.Duration(float64(rl.Burst) / float64(rl.PerMinute) * float64(time.Minute))
+			idle = max(idle, 2*fill)
+		}
+	}
+	return idle
 }
 
 // rateLimitConns bounds the connections of the rate limiter's pool. A call
