@@ -102,18 +102,21 @@ func (s *Server) registerDeps() {
 	}
 }
 
-// PoolMetrics are the series of a database connection pool, for Register.
-func PoolMetrics(pool *pgxpool.Pool) []prometheus.Collector {
+// PoolMetrics are the series of a database connection pool, for Register,
+// labelled pool=name: the server's pools are "main" (documents and audit)
+// and "rate_limits" (the shared token buckets).
+func PoolMetrics(pool *pgxpool.Pool, name string) []prometheus.Collector {
+	labels := prometheus.Labels{"pool": name}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, f)
 	}
 	return []prometheus.Collector{
 		gauge("mcpsearch_db_pool_total_conns", "Connections in the database pool.", func() float64 { return float64(pool.Stat().TotalConns()) }),
 		gauge("mcpsearch_db_pool_idle_conns", "Idle connections in the database pool.", func() float64 { return float64(pool.Stat().IdleConns()) }),
 		gauge("mcpsearch_db_pool_acquired_conns", "Connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_total", Help: "Connections acquired from the pool."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_total", Help: "Connections acquired from the pool.", ConstLabels: labels},
 			func() float64 { return float64(pool.Stat().AcquireCount()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpsearch_db_pool_acquire_wait_seconds_total", Help: "Time spent waiting for a connection.", ConstLabels: labels},
 			func() float64 { return pool.Stat().AcquireDuration().Seconds() }),
 	}
 }

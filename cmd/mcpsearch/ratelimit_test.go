@@ -154,12 +154,21 @@ func TestReplicasShareOneBudget(t *testing.T) {
 			sessions := []*mcp.ClientSession{session(t, replicas[0]), session(t, replicas[1])}
 			passed, took := quickCalls(t, sessions, 20)
 			const burst = 5
+			// The limiter's own pool is in /metrics when it exists, and
+			// served the calls.
+			acquired := metric(t, replicas[0], `mcpsearch_db_pool_acquire_total{pool="rate_limits"}`)
 			if tt.store == "memory" {
 				// Each replica spends its own burst.
 				if passed < 2*burst {
 					t.Errorf("%d of 20 calls passed through two replicas with buckets in memory, want at least %d", passed, 2*burst)
 				}
+				if acquired >= 0 {
+					t.Errorf("buckets in memory, yet /metrics has a rate_limits pool (%v acquired)", acquired)
+				}
 				return
+			}
+			if acquired <= 0 {
+				t.Errorf("/metrics: the rate_limits pool acquired %v connections; want the calls' (missing: -1)", acquired)
 			}
 			// A token comes back every 60/perMinute seconds, from the first
 			// call on.
@@ -207,40 +216,12 @@ func TestReplicasWithTheDatabaseDown(t *testing.T) {
 				t.Errorf("%d of 20 calls passed with the database down and %s, want %d", passed, tt.onFailure, tt.passed)
 			}
 			for i, r := range replicas {
-				if got := fallbacks(t, r); got != 10 {
+				if got := metric(t, r, `mcpsearch_rate_limit_fallbacks_total{tool="web_search"}`); got != 10 {
 					t.Errorf("replica %d: mcpsearch_rate_limit_fallbacks_total %v, want its 10 calls", i, got)
 				}
 			}
 		})
 	}
-}
-
-// fallbacks reads mcpsearch_rate_limit_fallbacks_total of web_search from
-// hs's /metrics.
-func fallbacks(t *testing.T, hs *httptest.Server) float64 {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+replicaKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const series = `mcpsearch_rate_limit_fallbacks_total{tool="web_search"} `
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, series); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
-	}
-	return 0
 }
 
 func TestBucketIdle(t *testing.T) {
@@ -264,4 +245,34 @@ func TestBucketIdle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metric returns the value of series (a name and its labels) in hs's
+// /metrics, or -1 when hs does not export it.
+func metric(t *testing.T, hs *httptest.Server, series string) float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, hs.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+replicaKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("/metrics: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return -1
 }

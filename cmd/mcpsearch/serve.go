@@ -105,10 +105,12 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 	// One pool serves the documents store and the audit: audit rows reach
 	// the database whether or not the documents tools are on.
 	var pool *pgxpool.Pool
+	pools := map[string]*pgxpool.Pool{} // by their name in /metrics
 	if cfg.DatabaseURL != "" {
 		if pool, err = openPool(ctx, cfg); err != nil {
 			return nil, nil, err
 		}
+		pools["main"] = pool
 		// First, so the pool closes after the ingester drained and the
 		// audit writer flushed.
 		closers = append(closers, pool.Close)
@@ -117,11 +119,12 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 		}
 	}
 	if cfg.SharedRateLimits() {
-		lim, closeLim, err := newRateLimiter(ctx, cfg)
+		lim, limPool, err := newRateLimiter(ctx, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		closers = append(closers, closeLim)
+		closers = append(closers, limPool.Close)
+		pools["rate_limits"] = limPool
 		deps.RateLimits = lim
 		// A bucket unused for longer than it takes to fill is full: its
 		// row can go, and comes back full when its caller does.
@@ -160,8 +163,8 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 		}
 	})
 	srv = server.New(cfg, deps, log, version)
-	if pool != nil {
-		if err := srv.Register(server.PoolMetrics(pool)...); err != nil {
+	for name, p := range pools {
+		if err := srv.Register(server.PoolMetrics(p, name)...); err != nil {
 			return nil, nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
@@ -209,9 +212,9 @@ const rateLimitConns = 4
 // does not pay for a new one within its timeout, and none is pinged before
 // use (pgx pings a connection idle for a second), so that a call stays one
 // round trip: a connection the server dropped fails its call, which is
-// decided without the database while the pool makes another. The returned
-// func closes the pool.
-func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter, func(), error) {
+// decided without the database while the pool makes another. The caller
+// closes the returned pool.
+func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter, *pgxpool.Pool, error) {
 	onFailure, err := ratelimit.ParseFailure(cfg.RateLimitOnDBFailure)
 	if err != nil {
 		return nil, nil, usageError{fmt.Errorf("MCP_rate_limit_on_db_failure: %w", err)}
@@ -227,7 +230,7 @@ func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter,
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the rate limits' database pool: %w", err)
 	}
-	return ratelimit.New(pool, ratelimit.Options{Timeout: cfg.RateLimitDBTimeout, OnFailure: onFailure}), pool.Close, nil
+	return ratelimit.New(pool, ratelimit.Options{Timeout: cfg.RateLimitDBTimeout, OnFailure: onFailure}), pool, nil
 }
 
 // checkMigrated refuses a database without the schema: audit rows (and
