@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/citustest"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/migrations"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
 
@@ -226,8 +227,8 @@ func TestWorkersShortOfMemory(t *testing.T) {
 			defer conn.Close(ctx)
 			if tc.workers == 0 {
 				// make test-citus points DATABASE_URL at the cluster.
-				var citus bool
-				if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+				citus, err := migrations.Distributed(ctx, conn)
+				if err != nil {
 					t.Fatal(err)
 				}
 				if citus {
