@@ -69,6 +69,11 @@ func dbError(op string, err error) error {
 	return pg.Error(op, err)
 }
 
+// DatabaseError is dbError for the packages that keep their own tables
+// beside the documents' (package jobs): the same classification, so the
+// server maps their failures as it maps the store's.
+func DatabaseError(op string, err error) error { return dbError(op, err) }
+
 // undefinedObject reports a missing table, column or function: the schema
 // predates this build.
 func undefinedObject(err error) bool {

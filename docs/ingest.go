@@ -49,6 +49,9 @@ const (
 	DefaultShutdownTimeout = 5 * time.Second
 	// DefaultLease is how long a claim on a file lasts without renewal.
 	DefaultLease = time.Minute
+	// DefaultHeldCheck is how often a worker checks that the files it
+	// works on were not deleted: a cancelled job stops within it.
+	DefaultHeldCheck = time.Second
 	// DefaultPollInterval is how often idle workers look for files to
 	// resume.
 	DefaultPollInterval = 5 * time.Second
@@ -91,6 +94,11 @@ type IngestOptions struct {
 	// died without releasing them are resumed by another once their lease
 	// expires. Zero means DefaultLease.
 	Lease time.Duration
+	// HeldCheck is how often a worker looks, between renewals of its
+	// lease, whether the files it works on are still its own: a file
+	// deleted meanwhile (a cancelled job's, say) stops being processed
+	// within that time. Zero means DefaultHeldCheck.
+	HeldCheck time.Duration
 	// PollInterval is how often idle workers look in the database for
 	// files to resume, and the Ingester for deleted conversations to
 	// purge; zero means DefaultPollInterval. Files submitted to this
@@ -178,6 +186,9 @@ func NewIngester(st *Store, opts IngestOptions) (*Ingester, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	if opts.HeldCheck <= 0 {
+		opts.HeldCheck = DefaultHeldCheck
+	}
 	if opts.Logger == nil {
 		opts.Logger = st.log
 	}
@@ -247,6 +258,9 @@ type File struct {
 	// already uploaded to the conversation: the existing file is returned
 	// and nothing is processed again.
 	Duplicate bool
+	// JobID is the job that stored the file (package jobs); "" for a file
+	// stored outside a job.
+	JobID     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -274,6 +288,10 @@ type Upload struct {
 	// before it stores it; the bytes are checked against the digest as
 	// they are stored. Ignored with Data.
 	SHA256 string
+	// JobID, when set, is the job the file is stored for (a UUID, see
+	// package jobs): its progress is counted from the files that carry it,
+	// and cancelling it removes those not yet ready.
+	JobID string
 }
 
 // upload is a validated upload: its bytes are data, or the file at path.
@@ -286,6 +304,7 @@ type upload struct {
 	size           int64
 	path           string
 	data           []byte
+	jobID          string
 }
 
 // open returns the upload's bytes as a reader, and a function closing it.
@@ -525,6 +544,11 @@ func (in *Ingester) validate(u Upload, load bool) (upload, error) {
 		return upload{}, fmt.Errorf("docs: %w: file name longer than %d characters", ErrInvalidArgument, MaxFileNameRunes)
 	}
 	up := upload{conversationID: conversationID, fileName: fileName, source: source, path: u.Path, data: u.Data}
+	if u.JobID != "" {
+		if up.jobID, err = parseID("job", u.JobID); err != nil {
+			return upload{}, err
+		}
+	}
 	if u.Path == "" {
 		up.size = int64(len(u.Data))
 	} else {

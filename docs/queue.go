@@ -283,6 +283,51 @@ func (in *Ingester) SubmitFiles(ctx context.Context, t *Ticket, us []Upload) ([]
 	return files, errs
 }
 
+// enqueueBatch is how many files Enqueue stores per transaction.
+const enqueueBatch = 32
+
+// Enqueue stores uploads for the background workers as SubmitFiles does,
+// but takes no slot of the queue and keeps no bytes in memory: it is for
+// the files of a job (an archive's entries, a fetched page), whose bytes
+// wait in the database until a worker, on any replica, claims them.
+// Uploads are stored enqueueBatch to a transaction. It returns one file
+// and one error per upload, in order; a file whose bytes the conversation
+// holds is returned with Duplicate set.
+func (in *Ingester) Enqueue(ctx context.Context, us []Upload) ([]File, []error) {
+	files := make([]File, len(us))
+	errs := make([]error, len(us))
+	if in.isClosed() {
+		for i := range errs {
+			errs[i] = fmt.Errorf("docs: enqueue: %w", ErrClosed)
+		}
+		return files, errs
+	}
+	var ups []upload
+	var at []int
+	for i, u := range us {
+		up, err := in.validate(u, false)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ups, at = append(ups, up), append(at, i)
+	}
+	for start := 0; start < len(ups); start += enqueueBatch {
+		end := min(start+enqueueBatch, len(ups))
+		stored, err := in.st.storeUploads(ctx, ups[start:end])
+		for k := start; k < end; k++ {
+			i := at[k]
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			files[i] = stored[k-start].file
+		}
+	}
+	in.wakeWorker()
+	return files, errs
+}
+
 // enqueue stores a validated upload holding a slot and queues it; the slot
 // is given back unless the file is queued.
 func (in *Ingester) enqueue(ctx context.Context, up upload) (File, error) {
@@ -412,6 +457,8 @@ func (in *Ingester) reconcile() {
 // and waits until their outcomes are stored. Interrupted by Close, it
 // releases the claim on the files it could not finish instead.
 func (in *Ingester) run(files []File, attempts []int, kept map[string][]byte, c claim) {
+	in.counters.working.Add(int64(len(files)))
+	defer in.counters.working.Add(-int64(len(files)))
 	ctx, cancel := context.WithCancelCause(in.workCtx)
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeout(ctx, jobTimeout)
@@ -515,25 +562,34 @@ func (in *Ingester) logOutcome(it *commitItem) {
 }
 
 // keepLease renews claim c every third of its lease until the returned
-// function is called, which waits for the renewal to stop. When the claim
-// holds none of its files any more (deleted, or claimed by another
-// process), it cancels ctx with errLeaseLost.
+// function is called, which waits for the renewal to stop. Between
+// renewals it looks, every IngestOptions.HeldCheck, whether the claim
+// still holds its files (a read, not a write): when it holds none of them
+// any more (deleted, as a cancelled job's are, or claimed by another
+// process), it cancels ctx with errLeaseLost, so that the work stops within
+// that interval rather than at the next renewal.
 func (in *Ingester) keepLease(ctx context.Context, cancel context.CancelCauseFunc, c claim, files int) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(c.lease / 3)
-		defer t.Stop()
+		renew := time.NewTicker(c.lease / 3)
+		defer renew.Stop()
+		check := time.NewTicker(in.opts.HeldCheck)
+		defer check.Stop()
 		for {
+			var held int
+			var err error
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-renew.C:
+				held, err = in.st.renewClaim(ctx, c)
+			case <-check.C:
+				held, err = in.st.heldFiles(ctx, c)
 			}
-			held, err := in.st.renewClaim(ctx, c)
 			switch {
 			case err != nil:
 				// The next tick tries again; should the lease run out

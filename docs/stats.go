@@ -11,6 +11,8 @@ type IngestStats struct {
 	// Queued is the number of queue slots in use: uploads reserved, and
 	// files submitted to this Ingester that no worker has started yet.
 	Queued int
+	// Working is the number of files this Ingester's workers hold now.
+	Working int
 	// Ready and Failed count processed files by outcome.
 	Ready, Failed int64
 	// Chunks, Pages and Bytes are the totals of the ready files.
@@ -29,7 +31,7 @@ type IngestStats struct {
 // ingestCounters are the atomics behind IngestStats.
 type ingestCounters struct {
 	ready, failed, chunks, pages, bytes, nanos atomic.Int64
-	batches                                    atomic.Int64
+	batches, working                           atomic.Int64
 	indexBuilds, indexNanos                    atomic.Int64
 }
 
@@ -50,6 +52,7 @@ func (in *Ingester) IngestStats() IngestStats {
 	c := &in.counters
 	return IngestStats{
 		Queued:   len(in.slots),
+		Working:  int(c.working.Load()),
 		Ready:    c.ready.Load(),
 		Failed:   c.failed.Load(),
 		Chunks:   c.chunks.Load(),

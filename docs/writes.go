@@ -73,14 +73,15 @@ func reclaimable(conv string) string {
 
 // fileColumns is the select list scanFile reads, on files aliased f.
 const fileColumns = `f.id::text, f.conversation_id, f.file_name, f.mime_type, f.sha256, f.status, f.error,
-	f.embedding_model, f.size_bytes, f.chunk_count, f.page_count, f.source_url, f.note, f.created_at, f.updated_at`
+	f.embedding_model, f.size_bytes, f.chunk_count, f.page_count, f.source_url, f.note, f.created_at, f.updated_at,
+	coalesce(f.job_id::text, '')`
 
 // scanFile reads a row of fileColumns followed by the extra columns, if
 // any, into extra.
 func scanFile(row pgx.Row, extra ...any) (File, error) {
 	var f File
 	dest := []any{&f.ID, &f.ConversationID, &f.FileName, &f.MIMEType, &f.SHA256, &f.Status, &f.Error,
-		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.Note, &f.CreatedAt, &f.UpdatedAt}
+		&f.EmbeddingModel, &f.SizeBytes, &f.ChunkCount, &f.PageCount, &f.Source, &f.Note, &f.CreatedAt, &f.UpdatedAt, &f.JobID}
 	err := row.Scan(append(dest, extra...)...)
 	return f, err
 }
@@ -416,10 +417,15 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 	var texts []*string
 	var sizes []int64
 	var chunks, pages []int32
-	var tokens []*string
+	var tokens, jobs []*string
 	var leases []float64
 	for _, nf := range files {
 		ids = append(ids, newID(conv))
+		var job *string
+		if nf.up.jobID != "" {
+			job = &nf.up.jobID
+		}
+		jobs = append(jobs, job)
 		convs, names, mimes, shas = append(convs, nf.up.conversationID), append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
 		sources, statuses, reasons, models = append(sources, nf.up.source), append(statuses, nf.status), append(reasons, nf.reason), append(models, nf.model)
 		notes = append(notes, nf.note)
@@ -498,13 +504,13 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 	// ON CONFLICT.)
 	rows, err = tx.Query(ctx, `
 		INSERT INTO files AS f (id, conversation_id, file_name, mime_type, size_bytes, sha256, source_url, status, error, note,
-			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq)
+			chunk_count, page_count, embedding_model, extracted_text, claimed_by, claimed_until, upload_seq, write_seq, job_id)
 		SELECT id, $1::text, name, mime, size, sha, source, status, reason, note, chunks, pages, model, text, token::uuid,
 		       CASE WHEN token IS NOT NULL THEN now() + make_interval(secs => lease) END,
-		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END
+		       $15::bigint, CASE WHEN status = 'ready' THEN $15::bigint ELSE 0 END, job
 		FROM unnest($17::uuid[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[],
-		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[], $16::text[])
-		     AS u(id, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease, note)
+		            $9::int[], $10::int[], $11::text[], $12::text[], $13::text[], $14::float8[], $16::text[], $18::uuid[])
+		     AS u(id, name, mime, size, sha, source, status, reason, chunks, pages, model, text, token, lease, note, job)
 		ORDER BY sha
 		ON CONFLICT (conversation_id, sha256) DO UPDATE
 		SET file_name = excluded.file_name, mime_type = excluded.mime_type, size_bytes = excluded.size_bytes,
@@ -512,10 +518,10 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 		    chunk_count = excluded.chunk_count, page_count = excluded.page_count, embedding_model = excluded.embedding_model,
 		    extracted_text = excluded.extracted_text, claimed_by = excluded.claimed_by, claimed_until = excluded.claimed_until,
 		    upload_seq = excluded.upload_seq, write_seq = excluded.write_seq, attempts = 0, keyword_postings = NULL,
-		    updated_at = excluded.updated_at
+		    updated_at = excluded.updated_at, job_id = excluded.job_id
 		WHERE f.status = 'failed' OR f.id = excluded.id
 		RETURNING `+fileColumns,
-		conv, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes, ids)
+		conv, names, mimes, sizes, shas, sources, statuses, reasons, chunks, pages, models, texts, tokens, leases, seq, notes, ids, jobs)
 	if err != nil {
 		return nil, dbError("docs: record files", err)
 	}
@@ -1199,7 +1205,9 @@ func (s *Store) claimFiles(ctx context.Context, c *claim, max int, budget int64)
 // passed over.
 const claimConversations = 16
 
-// claimConversationFiles is claimFiles in conversation conv.
+// claimConversationFiles is claimFiles in conversation conv. The files of
+// one claim belong to one job (or to none), the oldest file's: cancelling a
+// job then ends whole claims, and interrupts no other job's files.
 func (s *Store) claimConversationFiles(ctx context.Context, c claim, conv string, max int, budget int64) ([]File, []int, error) {
 	rows, err := s.pool.Query(ctx, `
 		UPDATE files f SET claimed_by = $1, claimed_until = now() + make_interval(secs => $2), attempts = f.attempts + 1
@@ -1209,6 +1217,11 @@ func (s *Store) claimConversationFiles(ctx context.Context, c claim, conv string
 				SELECT f.id, f.size_bytes, f.created_at FROM files f
 				WHERE f.conversation_id = $5 AND f.status = 'processing'
 				  AND (f.claimed_until IS NULL OR f.claimed_until < now()) AND `+visible+`
+				  AND f.job_id IS NOT DISTINCT FROM (
+					SELECT g.job_id FROM files g
+					WHERE g.conversation_id = $5 AND g.status = 'processing'
+					  AND (g.claimed_until IS NULL OR g.claimed_until < now())
+					ORDER BY g.created_at, g.id LIMIT 1)
 				ORDER BY f.created_at, f.id
 				LIMIT $3
 				FOR UPDATE SKIP LOCKED) l) w
@@ -1246,6 +1259,19 @@ func (s *Store) renewClaim(ctx context.Context, c claim) (int, error) {
 		return 0, dbError("docs: renew claim", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// heldFiles returns how many files claim c still holds, without renewing
+// it.
+func (s *Store) heldFiles(ctx context.Context, c claim) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FROM files
+		WHERE conversation_id = $2 AND claimed_by = $1 AND status = 'processing'`, c.token, c.conv).Scan(&n)
+	if err != nil {
+		return 0, dbError("docs: check claim", err)
+	}
+	return n, nil
 }
 
 // releaseClaim gives up claim c on file ids (every file it holds when ids
@@ -1355,6 +1381,9 @@ func (s *Store) deleteConversation(ctx context.Context, conv string) (int, error
 	b.Queue(`DELETE FROM conversation_models WHERE conversation_id = $1`, conv)
 	b.Queue(`DELETE FROM keyword_removals WHERE conversation_id = $1`, conv)
 	b.Queue(`DELETE FROM conversation_stats WHERE conversation_id = $1`, conv)
+	// Its jobs go with it: a job running for it finds its row gone and
+	// stops (package jobs); their files are the purge's.
+	b.Queue(`DELETE FROM jobs WHERE conversation_id = $1`, conv)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, dbError("docs: delete conversation", err)
 	}

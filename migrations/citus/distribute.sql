@@ -5,8 +5,8 @@
 -- "Scaling out").
 --
 -- The documents tables are distributed by conversation_id and co-located:
--- a conversation's files, chunks, bytes, counters, keyword removals and
--- purge live on one shard, so every statement about one conversation runs
+-- a conversation's files, chunks, bytes, counters, keyword removals,
+-- purge and jobs live on one shard, so every statement about one conversation runs
 -- on one worker. Citus wants the distribution column in every primary key,
 -- unique constraint and foreign key, so files and chunks are keyed by
 -- (conversation_id, id). Ids stay unique on their own: they are random
@@ -34,6 +34,7 @@ SELECT create_distributed_table('conversation_stats', 'conversation_id', colocat
 SELECT create_distributed_table('conversation_models', 'conversation_id', colocate_with => 'files');
 SELECT create_distributed_table('keyword_removals', 'conversation_id', colocate_with => 'files');
 SELECT create_distributed_table('conversation_purges', 'conversation_id', colocate_with => 'files');
+SELECT create_distributed_table('jobs', 'conversation_id', colocate_with => 'files');
 
 ALTER TABLE chunks ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;
 ALTER TABLE file_bytes ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;
