@@ -149,7 +149,9 @@ func TestZerosCRC(t *testing.T) {
 
 // compoundFile builds a minimal Compound File Binary file (512-byte
 // sectors: the header, one FAT sector, one directory sector) whose
-// directory holds the root and the named streams.
+// directory holds the root and the named streams, linked as the spec
+// wants: the root's child is the first stream, each stream's right
+// sibling the next.
 func compoundFile(streams ...string) []byte {
 	const free, end, fatSect = 0xffffffff, 0xfffffffe, 0xfffffffd
 	b := make([]byte, 512*3)
@@ -177,7 +179,8 @@ func compoundFile(streams ...string) []byte {
 	le.PutUint32(fat[4:], end)
 	dir := b[1024:]
 	names := append([]string{"Root Entry"}, streams...)
-	for i, n := range names[:min(len(names), 4)] {
+	names = names[:min(len(names), 4)]
+	for i, n := range names {
 		e := dir[128*i:]
 		u := utf16.Encode([]rune(n))
 		for j, c := range u {
@@ -191,6 +194,12 @@ func compoundFile(streams ...string) []byte {
 		le.PutUint32(e[68:], free)
 		le.PutUint32(e[72:], free)
 		le.PutUint32(e[76:], free)
+		switch {
+		case i == 0 && len(names) > 1:
+			le.PutUint32(e[76:], 1)
+		case i > 0 && i+1 < len(names):
+			le.PutUint32(e[72:], uint32(i+1))
+		}
 		le.PutUint32(e[116:], end)
 	}
 	return b

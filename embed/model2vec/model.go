@@ -151,10 +151,11 @@ func Load(dir string, opts Options) (*Model, error) {
 
 	m.tok, err = tokenizer.Parse(contents[layout.Tokenizer])
 	if err != nil {
+		tokPath := filepath.Join(dir, layout.Tokenizer)
 		if errors.Is(err, tokenizer.ErrUnsupported) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, layout.Tokenizer, err)
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, tokPath, err)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, layout.Tokenizer, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, tokPath, err)
 	}
 	m.unkID = int32(m.tok.UnknownID())
 

@@ -39,7 +39,7 @@ type piece struct {
 	id         int32
 }
 
-func (a *addedVocab) init(list []addedJSON, wp *wordPiece, norm *bertNormalizer) error {
+func (a *addedVocab) init(list []addedJSON, wp *wordPiece, norm normalizer) error {
 	var buf normBuf
 	seen := map[string]int{}
 	for _, j := range list {

@@ -1,9 +1,140 @@
 package tokenizer
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
+
+// normalizer changes a piece of text before added tokens marked normalized
+// are searched in it and before it is split into words. The result may
+// live in buf and is valid until the next call with the same buf.
+type normalizer interface {
+	normalize(buf *normBuf, s string) string
+}
+
+// supportedNormalizers names the normalisers parseNormalizer reads, for
+// the error that refuses another.
+const supportedNormalizers = "BertNormalizer, Lowercase, Strip, Replace of a string, Prepend, or a Sequence of them"
+
+// patternJSON is the pattern of a Replace normaliser or a Split
+// pre-tokeniser: a plain string or a regular expression.
+type patternJSON struct {
+	String *string `json:"String"`
+	Regex  *string `json:"Regex"`
+}
+
+// parseNormalizer reads the normalizer of tokenizer.json, nil for none.
+func parseNormalizer(raw json.RawMessage) (normalizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var n normalizerJSON
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("%w: tokenizer.json normalizer: %v", ErrInvalid, err)
+	}
+	switch n.Type {
+	case "BertNormalizer":
+		return newBertNormalizer(n), nil
+	case "Lowercase":
+		return lowercase{}, nil
+	case "Strip":
+		return strip{left: n.StripLeft != nil && *n.StripLeft, right: n.StripRight != nil && *n.StripRight}, nil
+	case "Prepend":
+		if n.Prepend == nil {
+			return nil, fmt.Errorf("%w: normalizer Prepend without prepend", ErrInvalid)
+		}
+		return prepend(*n.Prepend), nil
+	case "Replace":
+		switch {
+		case n.Content == nil || n.Pattern == nil:
+			return nil, fmt.Errorf("%w: normalizer Replace without a pattern or content", ErrInvalid)
+		case n.Pattern.Regex != nil:
+			return nil, fmt.Errorf("%w: normalizer Replace of a regular expression (%s)", ErrUnsupported, supportedNormalizers)
+		case n.Pattern.String == nil:
+			return nil, fmt.Errorf("%w: normalizer Replace without a pattern", ErrInvalid)
+		case *n.Pattern.String == "":
+			// The reference inserts the content between every two
+			// characters, or fails.
+			return nil, fmt.Errorf("%w: normalizer Replace of an empty string", ErrUnsupported)
+		}
+		return replace{old: *n.Pattern.String, new: *n.Content}, nil
+	case "Sequence":
+		var seq sequence
+		for _, r := range n.Normalizers {
+			m, err := parseNormalizer(r)
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				seq = append(seq, m)
+			}
+		}
+		return seq, nil
+	}
+	return nil, fmt.Errorf("%w: normalizer %q (supported: %s)", ErrUnsupported, n.Type, supportedNormalizers)
+}
+
+// lowercase is the Lowercase normaliser, the lowercasing of BertNormalizer.
+type lowercase struct{}
+
+func (lowercase) normalize(buf *normBuf, s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	out := buf.a[:0]
+	for _, r := range s {
+		if m, ok := lowerMap[r]; ok {
+			out = append(out, m...)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	buf.a = out
+	return string(out)
+}
+
+// strip is the Strip normaliser: whitespace removed from either end.
+type strip struct{ left, right bool }
+
+func (n strip) normalize(_ *normBuf, s string) string {
+	if n.left {
+		s = strings.TrimLeftFunc(s, isWhitespace)
+	}
+	if n.right {
+		s = strings.TrimRightFunc(s, isWhitespace)
+	}
+	return s
+}
+
+// replace is the Replace normaliser of a string: every occurrence, left to
+// right, replaced.
+type replace struct{ old, new string }
+
+func (n replace) normalize(_ *normBuf, s string) string { return strings.ReplaceAll(s, n.old, n.new) }
+
+// prepend is the Prepend normaliser: a string put before any text that is
+// not empty.
+type prepend string
+
+func (n prepend) normalize(_ *normBuf, s string) string {
+	if s == "" {
+		return s
+	}
+	return string(n) + s
+}
+
+// sequence applies normalisers in turn.
+type sequence []normalizer
+
+func (n sequence) normalize(buf *normBuf, s string) string {
+	for _, m := range n {
+		s = m.normalize(buf, s)
+	}
+	return s
+}
 
 // bertNormalizer is the BertNormalizer: in this order, drop control
 // characters and turn whitespace into spaces (clean_text), put spaces around

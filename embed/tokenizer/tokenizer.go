@@ -3,17 +3,24 @@
 // no special tokens (encode(text, add_special_tokens=False)), which is how
 // static embedding models such as model2vec tokenise.
 //
-// Only what BERT-style WordPiece models need is supported: the WordPiece
-// model, the BertNormalizer (or none), the BertPreTokenizer (or none), added
-// tokens with all their options, and truncation. Any other model, normaliser
-// or pre-tokeniser, and padding, is refused by Parse with an error wrapping
-// ErrUnsupported that names it, so that a model is never run with a
-// tokenisation that differs from the one it was trained with.
+// The model must be WordPiece, the model of BERT-family tokenizers and of
+// the model2vec models distilled from them. Supported around it: the
+// normalisers BertNormalizer, Lowercase, Strip, Replace of a string,
+// Prepend and Sequence; the pre-tokenisers BertPreTokenizer, Whitespace,
+// WhitespaceSplit, Punctuation, Digits, Metaspace, CharDelimiterSplit, Split
+// on a string and Sequence, each with all its options; added tokens with all
+// theirs; and truncation. The post-processor and the decoder add or change
+// nothing when no special tokens are asked for, and padding only evens out
+// the lengths of a batch of texts: all three are ignored. Any other model,
+// normaliser or pre-tokeniser (Unicode normal forms, regular expressions,
+// byte-level) is refused by Parse with an error wrapping ErrUnsupported
+// that names it, so that a model is never run with a tokenisation that
+// differs from the one it was trained with.
 //
-// The Unicode character classes (control characters, punctuation,
-// lowercasing, accent stripping) are those of the reference library, generated
-// into unicode_tables.go by tools/tokref, so results do not drift with the Go
-// release's Unicode version.
+// The Unicode character classes (control characters, punctuation, word
+// characters, digits, lowercasing, accent stripping) are those of the
+// reference library, generated into unicode_tables.go by tools/tokref, so
+// results do not drift with the Go release's Unicode version.
 package tokenizer
 
 import (
@@ -39,8 +46,11 @@ var (
 // Tokenizer turns text into token ids. It is immutable and safe for
 // concurrent use.
 type Tokenizer struct {
-	norm       *bertNormalizer // nil: no normaliser
-	preTok     bool            // BertPreTokenizer; false: the whole piece is one word
+	norm normalizer // nil: no normaliser
+	// preTok is BertPreTokenizer alone, split without allocating; pre is
+	// any other pre-tokeniser. Neither: the whole piece is one word.
+	preTok     bool
+	pre        preTokenizer
 	wp         wordPiece
 	added      addedVocab
 	truncate   int  // keep at most this many ids; 0: no truncation
@@ -63,11 +73,11 @@ func Load(path string) (*Tokenizer, error) {
 }
 
 // The parts of tokenizer.json that are read. Fields the encoder does not use
-// (decoder, post_processor, version) are ignored: with no special tokens
-// requested they do not change the ids.
+// are ignored: the decoder and the post-processor (with no special tokens
+// requested they do not change the ids), padding (it evens out the lengths
+// of the texts of a batch; each text is embedded alone), the version.
 type fileJSON struct {
 	Truncation   json.RawMessage `json:"truncation"`
-	Padding      json.RawMessage `json:"padding"`
 	AddedTokens  []addedJSON     `json:"added_tokens"`
 	Normalizer   json.RawMessage `json:"normalizer"`
 	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
@@ -84,16 +94,23 @@ type addedJSON struct {
 	Special    bool   `json:"special"`
 }
 
-type typed struct {
-	Type string `json:"type"`
-}
-
 type normalizerJSON struct {
-	Type               string `json:"type"`
-	CleanText          *bool  `json:"clean_text"`
-	HandleChineseChars *bool  `json:"handle_chinese_chars"`
-	StripAccents       *bool  `json:"strip_accents"`
-	Lowercase          *bool  `json:"lowercase"`
+	Type string `json:"type"`
+	// BertNormalizer
+	CleanText          *bool `json:"clean_text"`
+	HandleChineseChars *bool `json:"handle_chinese_chars"`
+	StripAccents       *bool `json:"strip_accents"`
+	Lowercase          *bool `json:"lowercase"`
+	// Strip
+	StripLeft  *bool `json:"strip_left"`
+	StripRight *bool `json:"strip_right"`
+	// Replace
+	Pattern *patternJSON `json:"pattern"`
+	Content *string      `json:"content"`
+	// Prepend
+	Prepend *string `json:"prepend"`
+	// Sequence
+	Normalizers []json.RawMessage `json:"normalizers"`
 }
 
 type modelJSON struct {
@@ -107,6 +124,7 @@ type modelJSON struct {
 type truncationJSON struct {
 	MaxLength *int   `json:"max_length"`
 	Direction string `json:"direction"`
+	Strategy  string `json:"strategy"`
 }
 
 func isNull(m json.RawMessage) bool {
@@ -136,33 +154,21 @@ func Parse(data []byte) (*Tokenizer, error) {
 		return nil, err
 	}
 
-	if !isNull(f.Normalizer) {
-		var n normalizerJSON
-		if err := json.Unmarshal(f.Normalizer, &n); err != nil {
-			return nil, fmt.Errorf("%w: tokenizer.json normalizer: %v", ErrInvalid, err)
-		}
-		if n.Type != "BertNormalizer" {
-			return nil, fmt.Errorf("%w: normalizer %q (only BertNormalizer or none is supported)", ErrUnsupported, n.Type)
-		}
-		t.norm = newBertNormalizer(n)
+	norm, err := parseNormalizer(f.Normalizer)
+	if err != nil {
+		return nil, err
 	}
-
-	if !isNull(f.PreTokenizer) {
-		var p typed
-		if err := json.Unmarshal(f.PreTokenizer, &p); err != nil {
-			return nil, fmt.Errorf("%w: tokenizer.json pre_tokenizer: %v", ErrInvalid, err)
-		}
-		if p.Type != "BertPreTokenizer" {
-			return nil, fmt.Errorf("%w: pre-tokenizer %q (only BertPreTokenizer or none is supported)", ErrUnsupported, p.Type)
-		}
+	t.norm = norm
+	pre, err := parsePreTokenizer(f.PreTokenizer)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := pre.(bertPre); ok {
 		t.preTok = true
+	} else if pre != nil {
+		t.pre = pre
 	}
 
-	if !isNull(f.Padding) {
-		// Padding would add pad ids to every text, and a mean over them
-		// would depend on the other texts of the batch.
-		return nil, fmt.Errorf("%w: padding is set in tokenizer.json", ErrUnsupported)
-	}
 	if !isNull(f.Truncation) {
 		var tr truncationJSON
 		if err := json.Unmarshal(f.Truncation, &tr); err != nil {
@@ -177,6 +183,10 @@ func Parse(data []byte) (*Tokenizer, error) {
 			t.truncLeft = true
 		default:
 			return nil, fmt.Errorf("%w: truncation direction %q", ErrUnsupported, tr.Direction)
+		}
+		if tr.Strategy == "OnlySecond" {
+			// The reference fails on every single text.
+			return nil, fmt.Errorf("%w: truncation strategy OnlySecond, which needs pairs of texts", ErrUnsupported)
 		}
 		t.truncate = *tr.MaxLength
 		if t.truncate == 0 {
@@ -250,6 +260,7 @@ type scratch struct {
 	pieces []piece
 	sub    []piece
 	norm   normBuf
+	words  []word
 }
 
 // Encode appends the ids of text to dst and returns the extended slice. It
@@ -291,7 +302,7 @@ func (t *Tokenizer) Encode(dst []int32, text string) []int32 {
 				dst = append(dst, q.id)
 				continue
 			}
-			dst = t.words(dst, normalized[q.start:q.end])
+			dst = t.words(dst, s, word{normalized[q.start:q.end], p.start == 0 && q.start == 0})
 		}
 	}
 
@@ -307,10 +318,19 @@ func (t *Tokenizer) Encode(dst []int32, text string) []int32 {
 	return dst
 }
 
-// words splits normalised text as the BertPreTokenizer does (whitespace
-// removed, every punctuation character a word of its own) and appends the
-// WordPiece ids of each word.
-func (t *Tokenizer) words(dst []int32, s string) []int32 {
+// words splits normalised text w with the pre-tokeniser and appends the
+// WordPiece ids of each word. BertPreTokenizer alone, the pre-tokeniser of
+// BERT-family models, splits here without allocating: whitespace removed,
+// every punctuation character a word of its own.
+func (t *Tokenizer) words(dst []int32, sc *scratch, w word) []int32 {
+	s := w.s
+	if t.pre != nil {
+		sc.words = t.pre.split(sc.words[:0], w)
+		for _, v := range sc.words {
+			dst = t.wp.appendIDs(dst, v.s)
+		}
+		return dst
+	}
 	if !t.preTok {
 		if s == "" {
 			return dst

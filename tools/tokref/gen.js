@@ -11,7 +11,7 @@
 const fs = require('fs')
 const path = require('path')
 const zlib = require('zlib')
-const { Tokenizer, bertNormalizer, bertPreTokenizer } = require('tokenizers')
+const { Tokenizer, bertNormalizer, bertPreTokenizer, whitespacePreTokenizer, digitsPreTokenizer } = require('tokenizers')
 
 const root = path.resolve(__dirname, '..', '..')
 const tokDir = path.join(root, 'embed', 'tokenizer')
@@ -33,6 +33,17 @@ function rng(seed) {
 function writeJSON(file, value) {
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, JSON.stringify(value, null, 1) + '\n')
+}
+
+// savedJSON writes a tokenizer.json as the library saves one: indented by
+// two spaces, the vocabulary in id order (JSON.stringify would put the
+// tokens that look like integers first).
+function savedJSON(json) {
+  const marker = '"@@vocab@@"'
+  const text = JSON.stringify({ ...json, model: { ...json.model, vocab: '@@vocab@@' } }, null, 2)
+  const entries = Object.entries(json.model.vocab).sort((a, b) => a[1] - b[1])
+  const vocab = '{\n' + entries.map(([t, id]) => `      ${JSON.stringify(t)}: ${id}`).join(',\n') + '\n    }'
+  return text.replace(marker, vocab)
 }
 
 function writeGzip(file, text) {
@@ -57,15 +68,27 @@ function probeUnicode() {
   const strip = bertNormalizer({ cleanText: false, handleChineseChars: false, stripAccents: true, lowercase: false })
   const lower = bertNormalizer({ cleanText: false, handleChineseChars: false, stripAccents: false, lowercase: true })
   const pre = bertPreTokenizer()
+  const whitespace = whitespacePreTokenizer()
+  const digits = digitsPreTokenizer(true)
   const control = []
   const punct = []
+  const word = []
+  const numeric = []
   const stripMap = []
   const lowerMap = []
   for (let cp = 0; cp <= 0x10ffff; cp++) {
     if (cp >= 0xd800 && cp <= 0xdfff) continue
     const c = String.fromCodePoint(cp)
     if (clean.normalizeString(c) === '' && cp !== 0xfffd) control.push(cp)
-    if (pre.preTokenizeString('a' + c + 'a').length === 3) punct.push(cp)
+    const bert = pre.preTokenizeString('a' + c + 'a').length
+    if (bert === 3) punct.push(cp)
+    // The Whitespace pre-tokenizer's \w+|[^\w\s]+: one piece when c is a
+    // word character, two when it is a space, which must be the spaces
+    // of BertPreTokenizer.
+    const ws = whitespace.preTokenizeString('a' + c + 'a').length
+    if (ws === 1) word.push(cp)
+    if ((ws === 2) !== (bert === 2)) throw new Error(`U+${cp.toString(16)}: Whitespace and BertPreTokenizer disagree on whitespace`)
+    if (digits.preTokenizeString('a' + c + 'a').length === 3) numeric.push(cp)
     const s = strip.normalizeString(c)
     if (cp >= 0xac00 && cp <= 0xd7a3) {
       if (s !== hangulDecompose(cp)) throw new Error(`Hangul U+${cp.toString(16)} is not decomposed algorithmically`)
@@ -75,7 +98,7 @@ function probeUnicode() {
     const l = lower.normalizeString(c)
     if (l !== c) lowerMap.push([cp, l])
   }
-  return { control, punct, stripMap, lowerMap }
+  return { control, punct, word, numeric, stripMap, lowerMap }
 }
 
 function ranges(cps) {
@@ -129,6 +152,8 @@ function writeUnicodeTables(u) {
   s += 'package tokenizer\n\nimport "unicode"\n\n'
   s += goRangeTable('controlTable', 'controlTable holds the code points BertNormalizer\'s clean_text drops (besides U+FFFD).', u.control)
   s += goRangeTable('punctTable', 'punctTable holds the code points BertPreTokenizer isolates as punctuation.', u.punct)
+  s += goRangeTable('wordTable', 'wordTable holds the word characters (\\w) of the Whitespace pre-tokenizer.', u.word)
+  s += goRangeTable('numericTable', 'numericTable holds the code points the Digits pre-tokenizer splits off.', u.numeric)
   s += goMap('stripMap', 'stripMap maps each code point that accent stripping changes (canonical decomposition with\n// nonspacing marks dropped), Hangul syllables aside, to its result.', u.stripMap)
   s += goMap('lowerMap', 'lowerMap maps each code point that lowercasing changes to its lowercase.', u.lowerMap)
   fs.writeFileSync(path.join(tokDir, 'unicode_tables.go'), s)
@@ -138,11 +163,11 @@ function writeUnicodeTables(u) {
 // 2. Tokenizers. Each is written as tokenizer.json and loaded back by the
 // reference, so both sides read the very same file.
 
-function tokenizerJSON({ vocab, added = [], normalizer, preTokenizer = { type: 'BertPreTokenizer' }, unk = '[UNK]', prefix = '##', maxChars = 100, truncation = null }) {
+function tokenizerJSON({ vocab, added = [], normalizer, preTokenizer = { type: 'BertPreTokenizer' }, unk = '[UNK]', prefix = '##', maxChars = 100, truncation = null, padding = null, postProcessor = null }) {
   return {
     version: '1.0',
     truncation,
-    padding: null,
+    padding,
     added_tokens: added.map((a) => ({
       id: a.id,
       content: a.content,
@@ -154,7 +179,7 @@ function tokenizerJSON({ vocab, added = [], normalizer, preTokenizer = { type: '
     })),
     normalizer,
     pre_tokenizer: preTokenizer,
-    post_processor: null,
+    post_processor: postProcessor,
     decoder: { type: 'WordPiece', prefix, cleanup: true },
     model: { type: 'WordPiece', unk_token: unk, continuing_subword_prefix: prefix, max_input_chars_per_word: maxChars, vocab },
   }
@@ -213,9 +238,45 @@ function bertSpecials(vocab) {
   return ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'].map((content) => ({ id: vocab[content], content, special: true, normalized: false }))
 }
 
+// The post-processor the catalogued models keep from the model they were
+// distilled from (BAAI/bge-base-en-v1.5): [CLS] text [SEP], with that
+// model's ids.
+const bertTemplate = {
+  type: 'TemplateProcessing',
+  single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+  pair: [
+    { SpecialToken: { id: '[CLS]', type_id: 0 } },
+    { Sequence: { id: 'A', type_id: 0 } },
+    { SpecialToken: { id: '[SEP]', type_id: 0 } },
+    { Sequence: { id: 'B', type_id: 1 } },
+    { SpecialToken: { id: '[SEP]', type_id: 1 } },
+  ],
+  special_tokens: {
+    '[CLS]': { id: '[CLS]', ids: [101], tokens: ['[CLS]'] },
+    '[SEP]': { id: '[SEP]', ids: [102], tokens: ['[SEP]'] },
+  },
+}
+
+// The BERT vocabulary grown by n whole words made of two of its words, as
+// model2vec grows a vocabulary: new words appended after the model's own
+// tokens.
+function grownVocab(bert, n, seed) {
+  const r = rng(seed)
+  const words = Object.keys(bert).filter((t) => /^[a-z]{2,8}$/.test(t))
+  const vocab = { ...bert }
+  let id = Object.keys(vocab).length
+  const end = id + n
+  while (id < end) {
+    const w = words[Math.floor(r() * words.length)] + words[Math.floor(r() * words.length)]
+    if (!(w in vocab)) vocab[w] = id++
+  }
+  return vocab
+}
+
 function tokenizers() {
   const bert = bertUncasedVocab()
   const small = smallVocab()
+  const meta = smallVocab(['\u2581', '\u2581the', '\u2581cat', '\u2581sat', '\u2581new', '\u2581york', '\u2581hello', '\u2581world', '\u2581a', '\u2581on'])
   return {
     'bert-uncased': tokenizerJSON({ vocab: bert, added: bertSpecials(bert), normalizer: bertNorm }),
     'small-cased': tokenizerJSON({
@@ -242,6 +303,82 @@ function tokenizers() {
       preTokenizer: null,
       prefix: '@@',
       truncation: { direction: 'Left', max_length: 7, strategy: 'LongestFirst', stride: 0 },
+    }),
+    // The catalogued models' tokenizer.json files, written as the library
+    // saves them. potion-base-8M's is the very file (main checks its
+    // SHA-256). potion-retrieval-32M's has the same shape (normaliser,
+    // pre-tokeniser, post-processor, decoder, added tokens, WordPiece
+    // parameters) and a vocabulary grown by whole words as its is (to
+    // 63,091 tokens there, by 4,000 here to keep the file small), with
+    // padding and truncation set as a file saved from a tokenizer that pads
+    // and truncates has them.
+    'potion-base-8M': tokenizerJSON({ vocab: bert, added: bertSpecials(bert), normalizer: bertNorm, postProcessor: bertTemplate }),
+    'potion-retrieval-32M-shape': tokenizerJSON({
+      vocab: grownVocab(bert, 4000, 32),
+      added: bertSpecials(bert),
+      normalizer: bertNorm,
+      postProcessor: bertTemplate,
+      padding: { strategy: 'BatchLongest', direction: 'Right', pad_to_multiple_of: null, pad_id: 0, pad_type_id: 0, pad_token: '[PAD]' },
+      truncation: { direction: 'Right', max_length: 512, strategy: 'LongestFirst', stride: 0 },
+    }),
+    // The other normalisers and pre-tokenisers a WordPiece tokenizer may
+    // use, each with every option.
+    'small-sequence': tokenizerJSON({
+      vocab: small,
+      added: addedAfter(small, [{ content: 'New York', normalized: true }, { content: '[CLS]', special: true, normalized: false }]),
+      normalizer: {
+        type: 'Sequence',
+        normalizers: [
+          { type: 'Replace', pattern: { String: '\u2019' }, content: "'" },
+          { type: 'Lowercase' },
+          { type: 'Strip', strip_left: true, strip_right: true },
+        ],
+      },
+      preTokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'WhitespaceSplit' },
+          { type: 'Punctuation', behavior: 'MergedWithPrevious' },
+          { type: 'Digits', individual_digits: true },
+        ],
+      },
+    }),
+    'small-whitespace': tokenizerJSON({
+      vocab: small,
+      added: addedAfter(small, [{ content: 'cat', singleWord: true, normalized: true }]),
+      normalizer: { type: 'Sequence', normalizers: [bertNorm, { type: 'Strip', strip_left: false, strip_right: true }, { type: 'Replace', pattern: { String: 'ss' }, content: 'ß' }] },
+      preTokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'Whitespace' },
+          { type: 'Digits', individual_digits: false },
+          { type: 'Split', pattern: { String: 'ing' }, behavior: 'MergedWithNext', invert: false },
+          { type: 'CharDelimiterSplit', delimiter: 'x' },
+          { type: 'Punctuation', behavior: 'Contiguous' },
+        ],
+      },
+    }),
+    'small-metaspace': tokenizerJSON({
+      vocab: meta,
+      added: addedAfter(meta, [{ content: '<mask>', lstrip: true, special: true }, { content: '[SEP]', special: true, normalized: false }]),
+      normalizer: { type: 'Lowercase' },
+      preTokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: true },
+    }),
+    'small-metaspace-nosplit': tokenizerJSON({
+      vocab: meta,
+      normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '~' }, bertNorm] },
+      preTokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'Split', pattern: { String: 'the' }, behavior: 'MergedWithPrevious', invert: true },
+          { type: 'Punctuation', behavior: 'MergedWithNext' },
+          { type: 'Split', pattern: { String: '.' }, behavior: 'Removed', invert: false },
+          { type: 'Split', pattern: { String: 'a' }, behavior: 'Contiguous', invert: true },
+          // The form older files use: add_prefix_space instead of
+          // prepend_scheme.
+          { type: 'Metaspace', replacement: '\u2581', add_prefix_space: true, split: false },
+        ],
+      },
     }),
     'small-lower': tokenizerJSON({
       vocab: small,
@@ -537,15 +674,30 @@ async function main() {
 
   const toks = tokenizers()
   const texts = [...awkward, ...randomTexts(400, 19)]
+  // The catalogued models' tokenizers also read a text past their
+  // truncation and one of the words potion-retrieval-32M's shape adds.
+  const grown = Object.keys(toks['potion-retrieval-32M-shape'].model.vocab).slice(29528)
+  const shapeTexts = [
+    ...texts,
+    'The ' + grown.slice(0, 40).join(' and ') + '.',
+    Array.from({ length: 700 }, (_, i) => grown[i * 5] + (i % 7 === 0 ? ',' : '')).join(' '),
+  ]
   const tdir = path.join(tokDir, 'testdata')
   for (const [name, json] of Object.entries(toks)) {
-    const text = JSON.stringify(json)
-    const file = name === 'bert-uncased' ? `${name}.tokenizer.json.gz` : `${name}.tokenizer.json`
+    const shape = name.startsWith('potion-')
+    const text = shape ? savedJSON(json) : JSON.stringify(json)
+    if (name === 'potion-base-8M') {
+      const sum = require('crypto').createHash('sha256').update(text).digest('hex')
+      // The SHA-256 the catalogue pins (embed/model2vec/store.go).
+      if (sum !== 'e67e803f624fb4d67dea1c730d06e1067e1b14d830e2c2202569e3ef0f70bb50') throw new Error(`potion-base-8M tokenizer.json has SHA-256 ${sum}, not the published file's`)
+    }
+    const file = name === 'bert-uncased' || shape ? `${name}.tokenizer.json.gz` : `${name}.tokenizer.json`
     if (file.endsWith('.gz')) writeGzip(path.join(tdir, file), text)
     else fs.writeFileSync(path.join(tdir, file), text)
     const tok = Tokenizer.fromString(text)
-    const ids = await encodeAll(tok, texts)
-    writeJSON(path.join(tdir, `${name}.golden.json`), texts.map((t, i) => ({ text: t, ids: ids[i] })))
+    const these = shape ? shapeTexts : texts
+    const ids = await encodeAll(tok, these)
+    writeJSON(path.join(tdir, `${name}.golden.json`), these.map((t, i) => ({ text: t, ids: ids[i] })))
   }
 
   const mtexts = [...awkward, ...randomTexts(60, 7)]
