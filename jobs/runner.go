@@ -381,11 +381,15 @@ func (s *Store) claim(ctx context.Context, j *Job, token string, lease time.Dura
 	return nil
 }
 
-// hold keeps the lease of job j, claimed under token, until release is
-// called, which also gives the lease up if the job is not submitted. The
-// context it returns ends, with ErrCancelled or ErrNotFound as its cause,
-// when the job is cancelled or deleted, or another process took it over:
-// it looks every opts.Check.
+// Hold keeps the lease of job j, held under token (CreateHeld), renewing
+// it every third of lease, until release is called, which also gives the
+// lease up. The context it returns ends, with ErrCancelled or ErrNotFound
+// as its cause, when the job is cancelled or deleted, or another process
+// took it over: it looks every check.
+func (s *Store) Hold(parent context.Context, j Job, token string, lease, check time.Duration) (context.Context, func()) {
+	return s.hold(parent, j, token, Options{Lease: lease, Check: check})
+}
+
 func (s *Store) hold(parent context.Context, j Job, token string, opts Options) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	done := make(chan struct{})
@@ -436,4 +440,21 @@ func (s *Store) hold(parent context.Context, j Job, token string, opts Options) 
 		_, _ = s.pool.Exec(ctx, `UPDATE jobs SET claimed_by = NULL, claimed_until = NULL
 			WHERE conversation_id = $1 AND id = $2 AND claimed_by = $3`, j.ConversationID, j.ID, token)
 	}
+}
+
+// Get returns job id with its files' progress (Store.Get).
+func (r *Runner) Get(ctx context.Context, id string) (Job, error) { return r.st.Get(ctx, id) }
+
+// List returns a page of a conversation's jobs (Store.List).
+func (r *Runner) List(ctx context.Context, conv, status string, limit int, cursor string) (Page, error) {
+	return r.st.List(ctx, conv, status, limit, cursor)
+}
+
+// Cancel cancels job id (Store.Cancel).
+func (r *Runner) Cancel(ctx context.Context, id string) (Job, error) { return r.st.Cancel(ctx, id) }
+
+// Files returns up to limit of job j's stored files, oldest first, or of
+// its failed ones.
+func (r *Runner) Files(ctx context.Context, j Job, failedOnly bool, limit int) ([]docs.File, error) {
+	return r.st.docs.ListJobFiles(ctx, j.ConversationID, j.ID, failedOnly, limit)
 }

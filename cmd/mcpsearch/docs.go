@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/term"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
 )
@@ -226,7 +229,30 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer in.Close()
-	return ingestFiles(ctx, env, in, conv, paths, skips, cfg, verbose)
+	// The run is a job the server shows (get_job, list_jobs) and may
+	// cancel; should this process stop, the job fails once its lease
+	// expires instead of staying running.
+	jst := jobs.NewStore(st)
+	token := uuid.NewString()
+	input := jobs.Input{Files: fs.Args()}
+	if len(input.Files) > 20 {
+		input.Files = input.Files[:20]
+	}
+	job, err := jst.CreateHeld(ctx, conv, jobs.KindIngest, input, "cli", token, jobs.DefaultLease)
+	if err != nil {
+		return fmt.Errorf("record the ingestion job: %w", err)
+	}
+	jctx, release := jst.Hold(ctx, job, token, jobs.DefaultLease, time.Second)
+	defer release()
+	fmt.Fprintf(env.stderr, "job %s\n", job.ID)
+	out, err := ingestFiles(jctx, env, in, conv, job.ID, paths, skips, cfg, verbose)
+	if cause := context.Cause(jctx); cause != nil && ctx.Err() == nil {
+		return fmt.Errorf("stopped: %w", cause)
+	}
+	if serr := jst.Submit(context.WithoutCancel(ctx), job, out); serr != nil && err == nil {
+		err = fmt.Errorf("record the ingestion job: %w", serr)
+	}
+	return err
 }
 
 // skip is a file or folder that ingest leaves out, and why.
@@ -358,7 +384,19 @@ func megabytes(n int64) string {
 // stored several at a time (docs.Ingester.IngestAll), so that a folder of
 // many small files goes as fast as a few large ones; an interrupted run
 // stored whole files only, and a second run skips them as already present.
-func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv string, paths []string, skips []skip, cfg config.Config, verbose bool) error {
+func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv, jobID string, paths []string, skips []skip, cfg config.Config, verbose bool) (jobs.Outcome, error) {
+	var out jobs.Outcome
+	var outMu sync.Mutex
+	record := func(name string, f docs.File, err error) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		switch {
+		case err != nil:
+			out.Refusals = append(out.Refusals, jobs.Refusal{FileName: name, Reason: errText(err)})
+		case f.Duplicate:
+			out.Duplicates++
+		}
+	}
 	tty := false
 	if f, ok := env.stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -382,9 +420,10 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 			// read as an upload is reported here, without reading it.
 			if err := checkUpload(path, cfg.MaxFileBytes); err != nil {
 				p.file(path, docs.File{}, err)
+				record(path, docs.File{}, err)
 				continue
 			}
-			return docs.Upload{ConversationID: conv, FileName: filepath.Base(path), Path: path}, true
+			return docs.Upload{ConversationID: conv, FileName: filepath.Base(path), Path: path, JobID: jobID}, true
 		}
 		return docs.Upload{}, false
 	}
@@ -393,13 +432,21 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 			err = errors.New(errText(err))
 		}
 		p.file(u.Path, f, err)
+		// A file that failed processing is stored failed, and counted
+		// from its row.
+		if !errors.Is(err, docs.ErrProcessing) {
+			record(u.Path, f, err)
+		}
 	})
 	if err != nil && ctx.Err() == nil {
-		return err
+		return out, err
 	}
 	// Failures are counted by p, not returned, so every page is tried.
 	_ = forEach(ctx, len(urls), cfg.Workers, func(i int) error {
-		f, err := ingestURL(ctx, in, cfg, conv, urls[i])
+		f, err := ingestURL(ctx, in, cfg, conv, jobID, urls[i])
+		if err != nil && !errors.Is(err, docs.ErrProcessing) {
+			record(urls[i], f, err)
+		}
 		if err != nil {
 			err = errors.New(errText(err))
 		}
@@ -408,16 +455,16 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv 
 	})
 	p.summary(env.stdout, conv)
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return out, ctx.Err()
 	}
 	if state, err := in.Store().IndexState(ctx); err == nil && state.FreshLarge > 0 {
 		fmt.Fprintf(env.stderr, "%d chunks are not in the vector index yet (searchable, ranked exactly meanwhile); "+
 			"a running server builds it once uploads pause, or run mcpsearch index\n", state.Fresh)
 	}
 	if failed := p.failures(); failed > 0 {
-		return fmt.Errorf("%d of %d files failed", failed, len(paths))
+		return out, fmt.Errorf("%d of %d files failed", failed, len(paths))
 	}
-	return nil
+	return out, nil
 }
 
 // checkUpload refuses, before it is read, a file that is not a regular
@@ -438,7 +485,7 @@ func checkUpload(p string, maxBytes int64) error {
 
 // ingestURL fetches a page with fetch_url's client and address rules and
 // ingests it with the URL as its source.
-func ingestURL(ctx context.Context, in *docs.Ingester, cfg config.Config, conv, target string) (docs.File, error) {
+func ingestURL(ctx context.Context, in *docs.Ingester, cfg config.Config, conv, jobID, target string) (docs.File, error) {
 	if !cfg.FetchURLEnabled {
 		return docs.File{}, errors.New("ingestion by URL is off (MCP_fetch_url_enabled=false)")
 	}
@@ -452,7 +499,7 @@ func ingestURL(ctx context.Context, in *docs.Ingester, cfg config.Config, conv, 
 	if err != nil {
 		return docs.File{}, fmt.Errorf("fetch: %w", err)
 	}
-	return in.IngestUpload(ctx, docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body})
+	return in.IngestUpload(ctx, docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body, JobID: jobID})
 }
 
 // runDelete deletes every file of a conversation.

@@ -103,6 +103,24 @@ func TestIngestFolderListsSkippedFiles(t *testing.T) {
 		t.Errorf("summary %q, want it to start with %q", out, summary)
 	}
 	checkClean(t, out+errOut)
+	// The run is a job the server can show: its files carry it, the
+	// refused one is counted with its reason.
+	var id, status, caller string
+	var refused, stored int
+	conn, err := pgx.Connect(t.Context(), vars["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	err = conn.QueryRow(t.Context(), `
+		SELECT j.id::text, j.status, j.caller, j.refused, (SELECT count(*) FROM files f WHERE f.conversation_id = j.conversation_id AND f.job_id = j.id)
+		FROM jobs j WHERE j.conversation_id = 'walk' AND j.kind = 'ingest' AND j.submitted`).Scan(&id, &status, &caller, &refused, &stored)
+	if err != nil {
+		t.Fatalf("the ingest job: %v", err)
+	}
+	if caller != "cli" || refused != 1 || stored != 2 || !strings.Contains(errOut, "job "+id+"\n") {
+		t.Errorf("ingest job %s: status %s, caller %s, %d refused, %d files; stderr:\n%s", id, status, caller, refused, stored, errOut)
+	}
 
 	// Files named explicitly are tried whatever they look like; what the
 	// ingester refuses is a failure, reported without the file's bytes.
