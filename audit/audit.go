@@ -41,7 +41,10 @@ type Entry struct {
 	ClientName     string
 	ClientVersion  string
 	APIKey         string
-	CreatedAt      time.Time
+	// JobID is the ingestion job the call started or touched (package
+	// jobs); "" for none.
+	JobID     string
+	CreatedAt time.Time
 	// Sanitised names the columns whose values Record changed to make the
 	// row storable (NUL or invalid UTF-8 replaced, over-long text cut, a
 	// number out of range), in table order; empty for most rows.
@@ -161,7 +164,7 @@ func (w *Writer) Record(e Entry) {
 		w.mu.Unlock()
 		w.log.Info("audit", "id", e.ID, "tool", e.ToolName, "conversation", e.ConversationID, "error_code", e.ErrorCode,
 			"error", e.Error, "latency_ms", e.LatencyMS, "transport", e.Transport, "session", e.SessionID,
-			"client", e.ClientName, "api_key", e.APIKey, "arguments", string(e.Arguments), "sanitised", e.Sanitised)
+			"client", e.ClientName, "api_key", e.APIKey, "job", e.JobID, "arguments", string(e.Arguments), "sanitised", e.Sanitised)
 		return
 	}
 	w.mu.Lock()
@@ -413,7 +416,7 @@ func (w *Writer) refused(err error) bool {
 // columns are the chat_mcp_tool_calls columns the writer fills, in the
 // order of values.
 var columns = []string{"id", "server_id", "conversation_id", "tool_name", "arguments", "result", "error", "error_code",
-	"latency_ms", "transport", "session_id", "client_name", "client_version", "api_key_name", "created_at", "sanitised"}
+	"latency_ms", "transport", "session_id", "client_name", "client_version", "api_key_name", "created_at", "sanitised", "job_id"}
 
 var (
 	columnList   = strings.Join(columns, ", ")
@@ -434,7 +437,7 @@ func values(e Entry) []any {
 	}
 	return []any{e.ID, e.ServerID, nullable(e.ConversationID), e.ToolName, jsonb(e.Arguments), jsonb(e.Result),
 		nullable(e.Error), nullable(e.ErrorCode), e.LatencyMS, nullable(e.Transport), nullable(e.SessionID),
-		nullable(e.ClientName), nullable(e.ClientVersion), nullable(e.APIKey), e.CreatedAt, sanitised}
+		nullable(e.ClientName), nullable(e.ClientVersion), nullable(e.APIKey), e.CreatedAt, sanitised, nullable(e.JobID)}
 }
 
 func nullable(s string) *string {

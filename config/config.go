@@ -81,6 +81,9 @@ func (s setting) problems(c *Config) []string {
 // setting's default.
 func Default() Config {
 	c := Config{RateLimits: map[string]RateLimit{}}
+	for tool, rl := range WriteToolRateLimits {
+		c.RateLimits[tool] = rl
+	}
 	for _, s := range settings() {
 		if s.def == "" {
 			continue
@@ -265,6 +268,23 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		c.RateLimits[tool] = rl
 		return nil
 	})
+}
+
+// WritesOn reports whether anything may change the documents: uploads,
+// deletions and the write tools; MCP_read_only turns them all off.
+func (c *Config) WritesOn() bool { return !c.ReadOnly }
+
+// WriteToolsOn reports whether the tools that change documents are
+// offered: writes are on and MCP_docs_write_tools_enabled is not false.
+func (c *Config) WriteToolsOn() bool { return c.WritesOn() && c.WriteToolsEnabled }
+
+// WriteToolRateLimits are the default buckets of the tools that change
+// documents: lower than the reads', since each call stores or deletes
+// files. MCP_<tool>_rate_limit_* override them as any tool's.
+var WriteToolRateLimits = map[string]RateLimit{
+	"add_document":    {PerMinute: 10, Burst: 3},
+	"cancel_job":      {PerMinute: 20, Burst: 5},
+	"delete_document": {PerMinute: 20, Burst: 5},
 }
 
 // RateLimitFor returns the bucket of one tool: its override where one is

@@ -41,6 +41,9 @@ type Config struct {
 
 	// ToolTimeout bounds every tool call that has no timeout of its own.
 	ToolTimeout time.Duration
+	// ToolResultMaxKB bounds one tool result: its text, and its structured
+	// content as JSON, are each at most this many kilobytes.
+	ToolResultMaxKB int
 	// RateLimit is the default bucket; RateLimits overrides it per tool.
 	RateLimit  RateLimit
 	RateLimits map[string]RateLimit
@@ -55,6 +58,17 @@ type Config struct {
 	RateLimitDBTimeout time.Duration
 
 	DocsEnabled bool
+	// WriteToolsEnabled offers the tools that change documents; ReadOnly
+	// turns every write off (WriteToolsOn, WritesOn).
+	WriteToolsEnabled bool
+	ReadOnly          bool
+	// JobLeaseSeconds is how long a process holds a job without renewing
+	// its lease.
+	JobLeaseSeconds int
+	// CrawlPerHost bounds a crawl's requests to one host at once.
+	CrawlPerHost int
+	// SyncInterval re-syncs every site source this often; 0 is off.
+	SyncInterval time.Duration
 	// DefaultConversation is used by the documents tools when a call names
 	// no conversation: a single-user setup's one conversation.
 	DefaultConversation string
@@ -123,6 +137,10 @@ const (
 	// Hub is where embedding models are downloaded from.
 	Hub Group = "hub"
 )
+
+// MinToolResultKB is the smallest MCP_tool_result_max_kb: room for a
+// result's fields, a few items and the note on what was left out.
+const MinToolResultKB = 8
 
 // MaxFetchLength bounds the characters one fetch_url call returns.
 const MaxFetchLength = 100_000
@@ -256,6 +274,10 @@ func settings() []setting {
 		{env: "MCP_tool_timeout_ms", flag: "tool-timeout-ms", def: "30000",
 			help: "timeout of one call of any other tool in milliseconds", doc: "timeout of one call of any other tool",
 			value: msValue(func(c *Config) *time.Duration { return &c.ToolTimeout })},
+		{env: "MCP_tool_result_max_kb", flag: "tool-result-max-kb", def: "64",
+			help:  "most kilobytes of one tool result's text, and of its structured content; a longer result is cut, with a note saying how to get the rest",
+			doc:   "most kilobytes of one tool result's text, and of its structured content: a longer result is cut, with a note saying how to get the rest (see [Tools](#tools))",
+			value: intValue(func(c *Config) *int { return &c.ToolResultMaxKB }, between(MinToolResultKB, 4096, " KB"))},
 		{env: "MCP_rate_limit_per_minute", flag: "rate-limit-per-minute", def: "30",
 			help: "default calls per minute per tool (0 disables)", doc: "token bucket refill per tool; `0` disables limiting",
 			value: intValue(func(c *Config) *int { return &c.RateLimit.PerMinute }, func(n int) string {
@@ -300,6 +322,26 @@ func settings() []setting {
 			help:  "offer search_docs, list_files and get_chunk",
 			doc:   "offer the documents tools and upload API (needs `DATABASE_URL`)",
 			value: boolValue(func(c *Config) *bool { return &c.DocsEnabled })},
+		{env: "MCP_docs_write_tools_enabled", flag: "docs-write-tools-enabled", def: "true",
+			help:  "offer the tools that add and delete documents (add_document, cancel_job, delete_document) to callers whose key may write, and to stdio",
+			doc:   "offer `add_document`, `cancel_job` and `delete_document` to keys that may write, and over stdio",
+			value: boolValue(func(c *Config) *bool { return &c.WriteToolsEnabled })},
+		{env: "MCP_read_only", flag: "read-only", def: "false",
+			help:  "turn every write off, whatever the keys may do: no write tool, no upload, no deletion",
+			doc:   "turn every write off server-wide: no write tool, upload or deletion, whatever a key's scopes",
+			value: boolValue(func(c *Config) *bool { return &c.ReadOnly })},
+		{env: "MCP_crawl_per_host", flag: "crawl-per-host", def: "2", group: Download,
+			help:  "requests a crawl sends to one host at once",
+			doc:   "requests a site crawl sends to one host at once (a politeness delay of 250 ms, or the site's `Crawl-delay`, spaces them)",
+			value: intValue(func(c *Config) *int { return &c.CrawlPerHost }, between(1, 16, ""))},
+		{env: "MCP_sync_interval", flag: "sync-interval", def: "0",
+			help:  "re-sync every site source this often (a duration such as 6h; 0: off), one replica at a time",
+			doc:   "re-sync every site source this often (`6h`, `24h`; `0`: off), one replica at a time",
+			value: durationValue(func(c *Config) *time.Duration { return &c.SyncInterval })},
+		{env: "MCP_jobs_lease_seconds", flag: "jobs-lease-seconds", def: "30",
+			help:  "how long a job's first part (a download, an archive) is held by a process without news; a job of a process that stopped is resumed or failed after it",
+			doc:   "how long a process holds a job without renewing it: a job of a process that stopped is resumed by another replica, or failed, within it",
+			value: intValue(func(c *Config) *int { return &c.JobLeaseSeconds }, between(5, 3600, " seconds"))},
 		{env: "MCP_docs_default_conversation", flag: "default-conversation",
 			help:  "conversation the documents tools use when a call names none (a single-user setup's files, ingested with mcpsearch ingest --conversation)",
 			doc:   "conversation the documents tools use when a call names none (single-user setups)",

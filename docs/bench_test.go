@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -25,7 +24,8 @@ const envLargeBench = "MCPSEARCH_BENCH_LARGE"
 // BenchmarkStore loads a synthetic corpus of 10,000 chunks (and 100,000 with
 // MCPSEARCH_BENCH_LARGE=1) through Ingest, then measures search latency per
 // mode, both over the whole corpus as one conversation and over a
-// 200-chunk conversation stored beside it. It prints a table:
+// 200-chunk conversation stored beside it. It prints a table.
+// MCPSEARCH_BENCH_EMBEDDER chooses the embedder (see benchEmbedder):
 //
 //	go test -run '^$' -bench BenchmarkStore ./docs/
 func BenchmarkStore(b *testing.B) {
@@ -34,7 +34,7 @@ func BenchmarkStore(b *testing.B) {
 		sizes = append(sizes, 100_000)
 	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "\n%-8s %-22s %-8s %9s %9s %9s\n", "chunks", "conversation", "mode", "p50", "p99", "mean")
+	fmt.Fprintf(&table, "\nembedder: %s\n%-8s %-22s %-8s %9s %9s %9s\n", benchEmbedderName(), "chunks", "conversation", "mode", "p50", "p99", "mean")
 	var ingestion strings.Builder
 	for _, size := range sizes {
 		s, load := loadCorpus(b, size)
@@ -171,10 +171,7 @@ type loadStats struct {
 // benchWorkers files in flight, as Submit's pool would.
 func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 	b.Helper()
-	emb, err := embed.NewLocal(384)
-	if err != nil {
-		b.Fatal(err)
-	}
+	emb, _ := benchEmbedder(b)
 	s := openStore(b, pgtest.NewDatabase(b), emb, IngestOptions{})
 	ctx := context.Background()
 

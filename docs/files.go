@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -89,6 +91,142 @@ func (s *Store) ListFiles(ctx context.Context, conversationID string) ([]File, e
 		files = []File{}
 	}
 	return files, nil
+}
+
+// MaxPrefixLen bounds FileQuery.Prefix, in bytes.
+const MaxPrefixLen = 1024
+
+// FileQuery selects a page of a conversation's files for ListFilesPage.
+type FileQuery struct {
+	ConversationID string
+	// Status keeps the files of one status (StatusProcessing, StatusReady
+	// or StatusFailed); "" keeps every status.
+	Status string
+	// Prefix keeps the files whose name or source URL begins with it,
+	// exactly (case matters); "" keeps every file.
+	Prefix string
+	// Limit is the most files of the page, 1 to MaxListLimit; 0 means
+	// DefaultListLimit.
+	Limit int
+	// Cursor continues the listing after the page whose Next it was; ""
+	// starts with the newest file.
+	Cursor string
+}
+
+// FilePage is one page of a conversation's files, newest first.
+type FilePage struct {
+	Files []File
+	// Total counts the files the query selects, in every page.
+	Total int
+	// Next is the cursor of the following page; "" on the last page.
+	Next string
+
+	filter uint64
+}
+
+// CursorAfter returns the cursor of the files after p.Files[i], for a
+// caller that passes on only the first i+1 files of the page.
+func (p FilePage) CursorAfter(i int) string {
+	f := p.Files[i]
+	id, err := uuid.Parse(f.ID)
+	if err != nil {
+		// Ids come from the database's uuid column.
+		panic(fmt.Sprintf("docs: file id %q is not a UUID: %v", f.ID, err))
+	}
+	return cursor{kind: filesCursor, filter: p.filter, at: f.CreatedAt, key: id[:]}.String()
+}
+
+// ListFilesPage returns a page of a conversation's files, newest first (by
+// upload time, ties broken by id), with the number of files the query
+// selects. An unknown conversation has no files. Errors wrap
+// ErrInvalidArgument for a bad conversation id, status, prefix, limit or
+// cursor.
+//
+// Every statement names the conversation, so that on Citus it runs on the
+// conversation's shard alone. The total comes from the conversation's
+// counters unless a prefix is given, when the selected files are counted.
+func (s *Store) ListFilesPage(ctx context.Context, q FileQuery) (FilePage, error) {
+	conv, err := CheckConversationID(q.ConversationID)
+	if err != nil {
+		return FilePage{}, err
+	}
+	limit, err := checkLimit(q.Limit)
+	if err != nil {
+		return FilePage{}, err
+	}
+	switch q.Status {
+	case "", StatusProcessing, StatusReady, StatusFailed:
+	default:
+		return FilePage{}, fmt.Errorf("docs: %w: unknown status %q: send processing, ready or failed, or none for every file", ErrInvalidArgument, clipRunes(q.Status, 40))
+	}
+	switch {
+	case len(q.Prefix) > MaxPrefixLen:
+		return FilePage{}, fmt.Errorf("docs: %w: prefix is %d bytes long; send at most %d", ErrInvalidArgument, len(q.Prefix), MaxPrefixLen)
+	case !utf8.ValidString(q.Prefix) || strings.ContainsRune(q.Prefix, 0):
+		return FilePage{}, fmt.Errorf("docs: %w: prefix is not valid UTF-8 text: send the beginning of a file name or URL", ErrInvalidArgument)
+	}
+	page := FilePage{filter: listingDigest(filesCursor, conv, q.Status, q.Prefix)}
+	after, err := parseCursor(q.Cursor, filesCursor, page.filter, "list_files")
+	if err != nil {
+		return FilePage{}, err
+	}
+	where := `f.conversation_id = $1 AND ($2 = '' OR f.status = $2)
+		AND ($3 = '' OR starts_with(f.file_name, $3) OR starts_with(f.source_url, $3)) AND ` + visible
+	// One more than the page, to know whether another follows.
+	list, args := `SELECT `+fileColumns+` FROM files f WHERE `+where, []any{conv, q.Status, q.Prefix, limit + 1}
+	if after != nil {
+		id, err := uuid.FromBytes(after.key)
+		if err != nil {
+			return FilePage{}, fmt.Errorf("docs: %w: cursor is not one this server returned: send the next_cursor of the previous page as it came", ErrInvalidArgument)
+		}
+		// Spelt out rather than as a row comparison, so that the index
+		// on (conversation_id, created_at) starts the scan at the cursor.
+		list += ` AND f.created_at <= $5 AND (f.created_at < $5 OR f.id < $6)`
+		args = append(args, after.at, id)
+	}
+	b := &pgx.Batch{}
+	b.Queue(list+` ORDER BY f.created_at DESC, f.id DESC LIMIT $4`, args...)
+	if q.Prefix == "" {
+		b.Queue(`SELECT coalesce((SELECT CASE $2 WHEN 'ready' THEN ready_files WHEN 'processing' THEN processing_files
+		       WHEN 'failed' THEN failed_files ELSE ready_files + processing_files + failed_files END
+		       FROM conversation_stats WHERE conversation_id = $1), 0)`, conv, q.Status)
+	} else {
+		b.Queue(`SELECT count(*) FROM files f WHERE `+where, conv, q.Status, q.Prefix)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return FilePage{}, dbError("docs: list files", err)
+	}
+	page.Files, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (File, error) { return scanFile(r) })
+	if err != nil {
+		return FilePage{}, dbError("docs: list files", err)
+	}
+	var total int64
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return FilePage{}, dbError("docs: count files", err)
+	}
+	if err := br.Close(); err != nil {
+		return FilePage{}, dbError("docs: list files", err)
+	}
+	page.Total = int(total)
+	if len(page.Files) > limit {
+		page.Files = page.Files[:limit]
+		page.Next = page.CursorAfter(limit - 1)
+	}
+	if page.Files == nil {
+		page.Files = []File{}
+	}
+	return page, nil
+}
+
+// clipRunes shortens s to at most n runes, for an error message.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "..."
 }
 
 // GetFile returns a file by id, in any status. Errors wrap ErrInvalidID or

@@ -696,8 +696,10 @@ func (in *Ingester) process(ctx context.Context, items []*commitItem, datas [][]
 		if it.up != nil {
 			mime = it.up.mimeType
 		}
-		doc, chunks, err := in.split(ctx, mime, datas[i])
+		// The bytes are held no longer than their extraction.
+		data := datas[i]
 		datas[i] = nil
+		doc, chunks, err := in.split(ctx, mime, data)
 		if err != nil {
 			it.fail(err)
 			continue
@@ -712,6 +714,7 @@ func (in *Ingester) process(ctx context.Context, items []*commitItem, datas [][]
 		return
 	}
 	vecs, err := embedAll(ctx, emb, texts)
+	in.counters.embedded.Add(int64(len(texts)))
 	for i, it := range owners {
 		switch {
 		case it.failed:

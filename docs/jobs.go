@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,18 +87,29 @@ func (s *Store) ListJobFiles(ctx context.Context, conv, jobID string, failedOnly
 // worker processing one of them stops within IngestOptions.HeldCheck and
 // stores nothing of it.
 func (s *Store) DeleteJobFiles(ctx context.Context, conv, jobID string) (int, error) {
+	// A worker's commit of a batch of files may lock them in another
+	// order than the delete: the loser of that race tries again.
+	var n int
+	var err error
+	for range 3 {
+		n, err = s.deleteJobFiles(ctx, conv, jobID)
+		if err == nil || !Retryable(err) || errors.Is(err, ErrUnavailable) {
+			break
+		}
+	}
+	return n, err
+}
+
+func (s *Store) deleteJobFiles(ctx context.Context, conv, jobID string) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, dbError("docs: delete a job's files", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The counters' lock first, as every write of the conversation takes
-	// it: a worker's commit of one of these files waits, then finds it
-	// gone.
-	floors, err := lockConversations(ctx, tx, []string{conv})
-	if err != nil {
-		return 0, err
-	}
+	// The files first, then the counters' lock, in the order of every
+	// write of files (a worker's commit, DeleteFile): a commit of one of
+	// these files that holds it finishes first, and the file, ready by
+	// then, is no longer deleted.
 	rows, err := tx.Query(ctx, `
 		DELETE FROM files f
 		WHERE f.conversation_id = $1 AND f.job_id = $2 AND f.status = 'processing'
@@ -108,6 +120,10 @@ func (s *Store) DeleteJobFiles(ctx context.Context, conv, jobID string) (int, er
 	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return 0, dbError("docs: delete a job's files", err)
+	}
+	floors, err := lockConversations(ctx, tx, []string{conv})
+	if err != nil {
+		return 0, err
 	}
 	ds := deltas{}
 	d := ds.of(conv)

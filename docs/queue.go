@@ -507,6 +507,9 @@ func (in *Ingester) run(files []File, attempts []int, kept map[string][]byte, c 
 		todo = append(todo, it)
 		datas = append(datas, data)
 	}
+	// From here datas alone holds the bytes, so that each file's are
+	// freed once it is extracted.
+	kept, loaded = nil, nil
 	start := time.Now()
 	in.process(ctx, todo, datas)
 	datas = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,17 +62,27 @@ var fanOut = []struct{ fragment, why string }{
 	{"FROM conversation_purges ORDER BY requested_at", "the purge looking for deleted conversations"},
 	{"FROM conversation_models\n\t\tWHERE embedding_model = $1 AND chunks > covered", "the index policy's state of the whole model"},
 	{"WHERE embedding_model = $1 AND chunks > covered AND chunks - covered", "the index policy's poll"},
+	{"UPDATE conversation_models m SET covered = least(m.covered + d.n, m.chunks)", "the vector index build counting the chunks it covers, once a build"},
+	{"SELECT coalesce(sum(covered), 0) FROM conversation_models WHERE embedding_model = $1", "the vector index build's total, once a build"},
+	{"SELECT true FROM files WHERE embedding_model = $1 AND status = 'ready' LIMIT 1", "the vector index build looking for files of another model, once a build"},
+	{"WHERE f.status = 'ready' AND f.embedding_model <> $1", "reembed listing the files still to move, a few times a run"},
+	{"WHERE status = 'ready' AND keyword_postings IS NULL AND (conversation_id, id) >", "mcpsearch migrate writing the postings of files stored before them, once"},
 }
 
 // utility matches statements EXPLAIN cannot plan, or that read no table.
-var utility = regexp.MustCompile(`(?is)^\s*(BEGIN|COMMIT|ROLLBACK|SET |SELECT pg_|SELECT nextval|SELECT version|SELECT current_setting|SELECT coalesce\(\(SELECT watermark|SELECT 1\b|SHOW )`)
+var utility = regexp.MustCompile(`(?is)^\s*(BEGIN|COMMIT|ROLLBACK|SET |CREATE INDEX|DROP INDEX|SELECT pg_|SELECT nextval|SELECT version|SELECT current_setting|SELECT coalesce\(\(SELECT watermark|SELECT 1\b|SHOW )`)
 
-// TestStatementsRouteToOneWorker does with one conversation what users do
-// — uploads through the queue and a synchronous ingest, searches in every
-// mode, listings, get_chunk and its passage, deleting a file and the
-// conversation, and the purge — on a Citus cluster, records every
-// statement the store sends, and asks Citus through EXPLAIN how it runs
-// each: one task, on one worker, for all but the few named in fanOut.
+// TestStatementsRouteToOneWorker does with one conversation what users and
+// operators do — uploads through the queue and a synchronous ingest,
+// searches in every mode, listings, get_chunk and its passage, the vector
+// index build and searches through it, the keyword postings of files
+// stored without them written back by a search and by mcpsearch migrate,
+// reembed, deleting a file and the conversation, and the purge — on a
+// Citus cluster, records every statement the store sends, and asks Citus
+// through EXPLAIN how it runs each: one task, on one worker, for all but
+// the few named in fanOut. A statement Citus runs on the coordinator alone
+// must read no table of the schema: one would be a table Citus does not
+// know.
 func TestStatementsRouteToOneWorker(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewCitusDatabase(t)
@@ -92,7 +103,9 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := NewStore(pool, emb, Options{})
+	// Conversations over one chunk are searched through the vector index
+	// once it is built.
+	st, err := NewStore(pool, emb, Options{exactChunks: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +149,18 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	if _, err := s.ListFiles(ctx, conv); err != nil {
 		t.Fatal(err)
 	}
+	// A page, the next one by its cursor, and a prefix, whose total is
+	// counted rather than read from the counters.
+	page, err := s.ListFilesPage(ctx, FileQuery{ConversationID: conv, Status: StatusReady, Limit: 1})
+	if err != nil || page.Next == "" {
+		t.Fatalf("first page: %+v, %v", page, err)
+	}
+	if _, err := s.ListFilesPage(ctx, FileQuery{ConversationID: conv, Status: StatusReady, Limit: 1, Cursor: page.Next}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListFilesPage(ctx, FileQuery{ConversationID: conv, Prefix: "a."}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.GetChunk(ctx, chunkID); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +170,73 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	if _, _, err := s.FileText(ctx, f.ID); err != nil {
 		t.Fatal(err)
 	}
+
+	// The vector index, built on every shard, and searches through it:
+	// top 50, where Hybrid ranks the vectors too.
+	searchAll := func(when string) {
+		t.Helper()
+		for _, mode := range Modes() {
+			hits, err := s.Search(ctx, Query{Text: "zeppelin mast", ConversationID: conv, Mode: mode, TopK: MaxTopK})
+			if err != nil || len(hits) == 0 {
+				t.Fatalf("%s, %s search = %v, %v", when, mode, hits, err)
+			}
+		}
+	}
+	if built, err := s.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		t.Fatalf("BuildIndex = %v, %v", built, err)
+	}
+	searchAll("after the index build")
+
+	// Files stored without keyword postings (before migration 008): a
+	// process that has not searched the conversation reads their chunks
+	// and writes the postings back; mcpsearch migrate writes those of
+	// every file.
+	admin := openPool(t, url)
+	forget := func() {
+		t.Helper()
+		if _, err := admin.Exec(ctx, `UPDATE files SET keyword_postings = NULL WHERE conversation_id = $1`, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := func() int {
+		t.Helper()
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM files WHERE conversation_id = $1 AND status = 'ready' AND keyword_postings IS NULL`, conv).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	forget()
+	other, err := NewStore(pool, emb, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := other.Search(ctx, Query{Text: "zeppelin", ConversationID: conv, Mode: Keyword}); err != nil || len(hits) == 0 {
+		t.Fatalf("keyword search of files without postings = %v, %v", hits, err)
+	}
+	if n := missing(); n != 0 {
+		t.Errorf("%d files still lack their postings after a search wrote them back", n)
+	}
+	forget()
+	if n, err := FillKeywordPostings(ctx, pool); err != nil || n != 2 {
+		t.Errorf("FillKeywordPostings = %d, %v; want the conversation's 2 files", n, err)
+	}
+
+	// Reembed moves every file to another model; the next build indexes
+	// it and drops the old model's index.
+	to, err := embed.NewLocal(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reembed(ctx, to, nil); err != nil {
+		t.Fatal(err)
+	}
+	searchAll("after reembed")
+	if built, err := s.BuildIndex(ctx, IndexPolicy{}, true); err != nil || !built {
+		t.Fatalf("BuildIndex after reembed = %v, %v", built, err)
+	}
+	searchAll("after reembed and the index build")
+
 	if err := s.DeleteFile(ctx, queued.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +251,29 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	rec.mu.Lock()
 	stmts := rec.stmts
 	rec.mu.Unlock()
+	// The operations the workload must have sent, each by a fragment of
+	// one of its statements.
+	for _, op := range []struct{ what, fragment string }{
+		{"the vector index build", "CREATE INDEX CONCURRENTLY"},
+		{"a search through the vector index", "SET LOCAL hnsw.ef_search"},
+		{"the keyword postings read from the chunks", "SELECT file_id, id, tsv FROM chunks"},
+		{"the keyword postings written back", "UPDATE files f SET keyword_postings = v.p"},
+		{"reembed storing a file's vectors", "UPDATE chunks c SET embedding = r.embedding::vector"},
+		{"the old model's index dropped", "DROP INDEX CONCURRENTLY"},
+	} {
+		if !slices.ContainsFunc(stmts, func(x statement) bool { return strings.Contains(x.sql, op.fragment) }) {
+			t.Errorf("the workload sent no statement of %s (%q)", op.what, op.fragment)
+		}
+	}
+	tables, err := schemaTables(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check below sees a table Citus does not know: schema_migrations
+	// stays on the coordinator.
+	if p, err := citustest.Explain(ctx, pool, `SELECT count(*) FROM schema_migrations`); err != nil || len(p.Jobs) != 0 || !slices.Contains(p.Local, "schema_migrations") || !tables["schema_migrations"] {
+		t.Errorf("a read of schema_migrations: %v, %v; want it read on the coordinator alone", p, err)
+	}
 	seen := map[string]bool{}
 	checked := 0
 	for _, x := range stmts {
@@ -181,8 +296,13 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 			t.Errorf("explain %s: %v", sql, err)
 			continue
 		}
+		for _, rel := range p.Local {
+			if tables[rel] {
+				t.Errorf("reads %s on the coordinator, where Citus does not know it: distribute it, or make it a reference table\n%s", rel, sql)
+			}
+		}
 		if len(p.Jobs) == 0 {
-			// Reads only reference or coordinator tables: no hop.
+			// Reads no table of the schema (catalogs, or nothing).
 			continue
 		}
 		checked++
@@ -203,6 +323,25 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 		t.Errorf("checked %d statements; the workload should send more", checked)
 	}
 	t.Logf("%d distinct statements checked", checked)
+}
+
+// schemaTables returns the names of the tables of the connection's schema.
+func schemaTables(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')`)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
 }
 
 // TestWorkersShortOfMemory: on a Citus cluster the build names the workers

@@ -95,8 +95,10 @@ type Hit struct {
 	PageStart int
 	PageEnd   int
 	// Score is the mode's ranking score: the reciprocal rank fusion score
-	// in Hybrid mode, the cosine similarity in Vector mode, the BM25 score
-	// in Keyword mode. Hits are ordered by it, highest first.
+	// in Hybrid mode (the keyword term alone where the vector ranking could
+	// not change the hits and was not run), the cosine similarity in Vector
+	// mode, the BM25 score in Keyword mode. Hits are ordered by it, highest
+	// first.
 	Score float64
 	// CharStart and CharEnd are the chunk's rune offsets in the file's
 	// extracted text.
@@ -146,7 +148,12 @@ type candidate struct {
 //   - Hybrid: reciprocal rank fusion (k = 60) of the Vector and Keyword
 //     rankings, each taken max(50, 4 × TopK) deep. A chunk is kept when it
 //     matched keywords or its similarity reaches Threshold. Score is the
-//     fused score.
+//     fused score. Where the vector ranking cannot change the hits (the
+//     keyword ranking found at least TopK chunks and the vector weight is
+//     too small to reorder them, see keywordDecides: the hashing embedder's
+//     0.01 up to TopK 17) it is not run: the hits are the same, and their
+//     Score is the keyword ranking's term alone. The keyword ranking runs
+//     in the process while PostgreSQL runs the vector ranking.
 //
 // Errors wrap ErrEmptyQuery (no text), ErrInvalidArgument (text over
 // MaxQueryRunes characters, a conversation id CheckConversationID refuses,
@@ -156,7 +163,7 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.search(ctx, q, q.TopK, true)
+	return s.search(ctx, q, searchRun{k: q.TopK, fetch: true})
 }
 
 // MaxRankDepth is the deepest ranking Rank returns.
@@ -178,14 +185,29 @@ func (s *Store) Rank(ctx context.Context, q Query, depth int) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.search(ctx, q, depth, false)
+	return s.search(ctx, q, searchRun{k: depth})
 }
 
-// search runs a checked query for up to k hits: it reads what it needs of
-// the conversation (one round trip, whatever its size), asks the keyword
-// index and pgvector for their rankings, fuses them, and, with fetch set,
-// fetches the hits' text and places.
-func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, error) {
+// searchRun is what search is asked for.
+type searchRun struct {
+	// k is the most hits returned.
+	k int
+	// fetch asks for the hits' text and places, as Search returns them;
+	// without it search returns the ranking alone, as Rank does.
+	fetch bool
+	// bothRankings runs Hybrid's vector ranking even where the keyword
+	// ranking decides the hits alone (see keywordDecides), so that tests
+	// can compare the two.
+	bothRankings bool
+}
+
+// search runs a checked query: it reads what it needs of the conversation
+// (one round trip, whatever its size), asks the keyword index and pgvector
+// for their rankings, at once, fuses them, and, with run.fetch set,
+// fetches the hits' text and places. A search that fetches sends three
+// round trips when it ranks vectors (the counters, the vector ranking, the
+// hits) and two when it does not.
+func (s *Store) search(ctx context.Context, q Query, run searchRun) ([]Hit, error) {
 	emb := s.Embedder()
 	out, err := emb.Embed(ctx, []string{q.Text})
 	if err != nil {
@@ -195,6 +217,7 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 		return nil, fmt.Errorf("docs: search: %w", err)
 	}
 	m := modelSpec{name: emb.Model(), dims: emb.Dimensions()}
+	k := run.k
 
 	var vectorDepth, keywordDepth int
 	switch q.Mode {
@@ -212,33 +235,80 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 	if conv.chunks == 0 {
 		return []Hit{}, nil
 	}
+	if len(terms) == 0 {
+		keywordDepth = 0
+	}
+	weight := s.VectorWeight()
+	rankKeywords := func() ([]candidate, error) {
+		if keywordDepth == 0 {
+			return nil, nil
+		}
+		return s.keywordRanking(ctx, q.ConversationID, conv, terms, m.name, keywordDepth)
+	}
 	var kl []candidate
-	if keywordDepth > 0 && len(terms) > 0 {
-		if kl, err = s.keywordRanking(ctx, q.ConversationID, conv, terms, m.name, keywordDepth); err != nil {
+	var keywords chan rankingResult
+	switch {
+	case q.Mode == Hybrid && run.fetch && !run.bothRankings && keywordDecides(k, k, weight):
+		// The keyword ranking may make the vector ranking needless:
+		// rank keywords first and see.
+		if kl, err = rankKeywords(); err != nil {
+			return nil, err
+		}
+		if keywordDecides(len(kl), k, weight) {
+			vectorDepth = 0
+		}
+	case vectorDepth > 0 && keywordDepth > 0:
+		// The keyword ranking runs in this process while PostgreSQL
+		// runs the vector ranking.
+		keywords = make(chan rankingResult, 1)
+		go func() {
+			list, err := rankKeywords()
+			keywords <- rankingResult{list, err}
+		}()
+	default:
+		if kl, err = rankKeywords(); err != nil {
 			return nil, err
 		}
 	}
-	iterative, err := s.iterativeScan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// One snapshot for the index's list, the fresh chunks' list and the
-	// hits' details: a file re-embedded or deleted between the statements
-	// would otherwise be in neither list, or listed and not found.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, dbError("docs: search", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
 	qv := pgvector.NewVector(out[0])
 	var vl []candidate
+	var db batcher = s.pool
+	inTx := false
 	if vectorDepth > 0 {
+		iterative, err := s.iterativeScan(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// The vector ranking and the hits' details are read in one
+		// snapshot: a file re-embedded or deleted between them would
+		// otherwise be ranked and not found. The ranking's batch begins
+		// the transaction and the details' batch ends it.
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, dbError("docs: search", err)
+		}
+		defer func() {
+			if conn.Conn().PgConn().TxStatus() != 'I' {
+				_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+			}
+			conn.Release()
+		}()
+		db, inTx = conn, true
 		p := vectorPlan{model: m, query: qv, conversationID: q.ConversationID, depth: vectorDepth, conv: conv,
 			exactChunks: s.exactChunks, iterative: iterative}
-		if vl, err = p.rank(ctx, tx); err != nil {
+		if vl, err = p.rank(ctx, conn); err != nil {
 			return nil, err
 		}
 	}
+	if keywords != nil {
+		r := <-keywords
+		if r.err != nil {
+			return nil, r.err
+		}
+		kl = r.list
+	}
+
 	var ranked []candidate
 	switch q.Mode {
 	case Vector:
@@ -251,19 +321,61 @@ func (s *Store) search(ctx context.Context, q Query, k int, fetch bool) ([]Hit, 
 	case Keyword:
 		ranked = kl
 	case Hybrid:
-		ranked = fuse(vl, kl, s.VectorWeight(), *q.Threshold)
+		ranked = fuse(vl, kl, weight, *q.Threshold)
 	}
 	if len(ranked) > k {
 		ranked = ranked[:k]
 	}
-	if !fetch {
+	if !run.fetch {
 		hits := make([]Hit, len(ranked))
 		for i, c := range ranked {
 			hits[i] = Hit{ChunkID: c.id, FileID: c.fileID, Similarity: c.similarity, Score: c.score}
 		}
 		return hits, nil
 	}
-	return details(ctx, tx, q.ConversationID, m, qv, ranked)
+	return details(ctx, db, inTx, q.ConversationID, m, qv, ranked)
+}
+
+// rankingResult is a ranking computed on another goroutine.
+type rankingResult struct {
+	list []candidate
+	err  error
+}
+
+// batcher sends statements and batches of them: a pool, or one of its
+// connections when the statements share a transaction.
+type batcher interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// keywordDecides reports whether Hybrid's first k hits are the keyword
+// ranking's first k, in its order, whatever the vector ranking, when the
+// keyword ranking found keywordHits chunks and the vector ranking weighs
+// vectorWeight. Hybrid then need not rank vectors at all.
+//
+// A chunk's fused score is 1/(rrfK+r) for its keyword rank r plus
+// w/(rrfK+v) for its vector rank v, each term 0 without that rank. The chunk
+// at keyword rank r <= k scores at least 1/(rrfK+r); any chunk below it in
+// the keyword ranking, or absent from it, scores at most 1/(rrfK+r+1) plus
+// the vector ranking's best term, w/(rrfK+1). So the first k keyword hits
+// keep their order and stay ahead of every other chunk when
+// 1/(rrfK+r) - 1/(rrfK+r+1) > w/(rrfK+1) for every r <= k; the left side
+// shrinks as r grows, so r = k decides. Chunks that matched keywords are
+// kept whatever the threshold, so it changes nothing. With the hashing
+// embedder's weight, 0.01, this holds up to k = 17 (see weight.go).
+//
+// The hits are the same, in the same order, with the same similarity (the
+// details compute it for every hit); their Score lacks the vector term, at
+// most w/(rrfK+1).
+func keywordDecides(keywordHits, k int, vectorWeight float64) bool {
+	if keywordHits < k {
+		return false
+	}
+	gap := 1/float64(rrfK+k) - 1/float64(rrfK+k+1)
+	// The margin keeps rounding out of the comparison: the scores are
+	// sums of two terms in float64.
+	return gap-vectorWeight/float64(rrfK+1) > 1e-12
 }
 
 // hybridDepths is how deep Hybrid takes the keyword and the vector
@@ -451,14 +563,16 @@ type vectorPlan struct {
 // which the model's index covers more than exactChunks chunks is ranked
 // through the index for those and exactly for the fresh ones (see
 // index.go); any other exactly. The statements go to the server in one
-// round trip.
-func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, err error) {
+// round trip, which begins the read-only transaction the search's later
+// statements on db share: db must be one connection.
+func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, err error) {
 	// The index serves only a conversation of which it covers more than
 	// exactChunks chunks: for fewer, an exact scan is as fast, and a
 	// filtered index scan would look for them among the whole model's.
 	indexed := p.conv.covered > p.exactChunks && p.conv.watermark >= 0
 	b := &pgx.Batch{}
-	settings := 0
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	settings := 1
 	if indexed {
 		// On a distributed database (Citus) the settings below must
 		// reach the worker that runs the search: Citus sends a
@@ -496,7 +610,7 @@ func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, er
 	} else {
 		b.Queue(exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
 	}
-	br := tx.SendBatch(ctx, b)
+	br := db.SendBatch(ctx, b)
 	defer func() {
 		if cerr := br.Close(); err == nil && cerr != nil {
 			err = dbError("docs: search", cerr)
@@ -527,7 +641,7 @@ func (p vectorPlan) rank(ctx context.Context, tx pgx.Tx) (vector []candidate, er
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
-		rows, err := tx.Query(ctx, exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
+		rows, err := db.Query(ctx, exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
 		if vector, err = collectCandidates(rows, err); err != nil {
 			return nil, err
 		}
@@ -635,8 +749,10 @@ func fuse(vector, keyword []candidate, vectorWeight, threshold float64) []candid
 
 // details fetches the content, file and similarity of ranked chunks,
 // keeping their order. The similarity of chunks only the keyword ranking
-// found is computed here, for the hits returned only.
-func details(ctx context.Context, tx pgx.Tx, conv string, m modelSpec, qv pgvector.Vector, ranked []candidate) ([]Hit, error) {
+// found is computed here, for the hits returned only. With inTx set, db is
+// the connection whose transaction the vector ranking began, which the same
+// round trip ends.
+func details(ctx context.Context, db batcher, inTx bool, conv string, m modelSpec, qv pgvector.Vector, ranked []candidate) (hits []Hit, err error) {
 	if len(ranked) == 0 {
 		return []Hit{}, nil
 	}
@@ -644,11 +760,22 @@ func details(ctx context.Context, tx pgx.Tx, conv string, m modelSpec, qv pgvect
 	for i, c := range ranked {
 		ids[i] = c.id
 	}
-	rows, err := tx.Query(ctx, fmt.Sprintf(`
+	b := &pgx.Batch{}
+	b.Queue(fmt.Sprintf(`
 		SELECT c.id::text, c.file_id::text, f.file_name, c.content, c.page_number, `+pageRange+`, c.char_start, c.char_end, f.source_url,
 		       CASE WHEN c.embedding_model = %[3]s THEN 1 - (%[1]s <=> $2::vector::%[2]s) END
 		FROM chunks c JOIN files f ON f.conversation_id = c.conversation_id AND f.id = c.file_id
 		WHERE c.conversation_id = $3 AND c.id = ANY($1::uuid[])`, "(c.embedding::"+vectorType(m.dims)+")", vectorType(m.dims), modelLiteral(m.name)), ids, qv, conv)
+	if inTx {
+		b.Queue("ROLLBACK")
+	}
+	br := db.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = dbError("docs: search", cerr)
+		}
+	}()
+	rows, err := br.Query()
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
@@ -664,7 +791,7 @@ func details(ctx context.Context, tx pgx.Tx, conv string, m modelSpec, qv pgvect
 	}); err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	hits := make([]Hit, 0, len(ranked))
+	hits = make([]Hit, 0, len(ranked))
 	for _, c := range ranked {
 		h, ok := byID[c.id]
 		if !ok {

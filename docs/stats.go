@@ -15,6 +15,9 @@ type IngestStats struct {
 	Working int
 	// Ready and Failed count processed files by outcome.
 	Ready, Failed int64
+	// Embedded counts the texts (chunks) this Ingester sent to the
+	// embedder: a re-sync that finds nothing changed sends none.
+	Embedded int64
 	// Chunks, Pages and Bytes are the totals of the ready files.
 	Chunks, Pages, Bytes int64
 	// Duration is the time spent processing files, ready or failed.
@@ -31,7 +34,7 @@ type IngestStats struct {
 // ingestCounters are the atomics behind IngestStats.
 type ingestCounters struct {
 	ready, failed, chunks, pages, bytes, nanos atomic.Int64
-	batches, working                           atomic.Int64
+	batches, working, embedded                 atomic.Int64
 	indexBuilds, indexNanos                    atomic.Int64
 }
 
@@ -53,6 +56,7 @@ func (in *Ingester) IngestStats() IngestStats {
 	return IngestStats{
 		Queued:   len(in.slots),
 		Working:  int(c.working.Load()),
+		Embedded: c.embedded.Load(),
 		Ready:    c.ready.Load(),
 		Failed:   c.failed.Load(),
 		Chunks:   c.chunks.Load(),

@@ -12,7 +12,9 @@ import "strings"
 // (when its similarity reaches the threshold) always ranks below every
 // keyword match of the deepest keyword ranking Hybrid fuses (1,500 chunks).
 // Hybrid therefore never ranks below keyword search, and adds the passages
-// that share no word with the query.
+// that share no word with the query. Where BM25 finds at least as many
+// chunks as asked for, up to 17, Hybrid does not rank the vectors at all
+// (keywordDecides): they could not change the hits.
 //
 // Larger weights let the hashed vectors, which carry no meaning BM25 lacks,
 // reorder BM25's best hits, and that cost quality. On the shipped minibeir

@@ -1384,6 +1384,9 @@ func (s *Store) deleteConversation(ctx context.Context, conv string) (int, error
 	// Its jobs go with it: a job running for it finds its row gone and
 	// stops (package jobs); their files are the purge's.
 	b.Queue(`DELETE FROM jobs WHERE conversation_id = $1`, conv)
+	// And its sources: what they knew of their pages is of files gone.
+	b.Queue(`DELETE FROM source_pages WHERE conversation_id = $1`, conv)
+	b.Queue(`DELETE FROM sources WHERE conversation_id = $1`, conv)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return 0, dbError("docs: delete conversation", err)
 	}

@@ -17,3 +17,23 @@ type Embedder interface {
 	// internally; callers may pass any number of texts.
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
+
+// Lexical is implemented by embedders whose vectors are built from a text's
+// words and word pieces instead of being learnt from meaning, such as Local:
+// a passage that says the same in other words scores low. What describes
+// search to its users (the search_docs tool) asks Semantic.
+type Lexical interface {
+	Embedder
+	// Lexical reports whether the vectors capture only words and word
+	// pieces.
+	Lexical() bool
+}
+
+// Semantic reports whether e's vectors capture meaning, so that a
+// paraphrase or a synonym of a passage's words finds it: true for trained
+// models (model2vec, models behind an OpenAI-compatible or Ollama API),
+// false for an embedder that says it is Lexical.
+func Semantic(e Embedder) bool {
+	l, ok := e.(Lexical)
+	return !ok || !l.Lexical()
+}

@@ -90,6 +90,10 @@ func (l *Local) Model() string { return l.model }
 // Dimensions returns the length of every vector Embed returns.
 func (l *Local) Dimensions() int { return l.dims }
 
+// Lexical reports true: Local's vectors hash a text's words and their
+// character n-grams, and carry no meaning beyond them.
+func (l *Local) Lexical() bool { return true }
+
 // Embed returns one unit-length vector per text. It stops early with the
 // context's error when ctx is done.
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -450,8 +450,7 @@ func (c *Client) download(ctx context.Context, u *url.URL) (*Resource, error) {
 		return nil, fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrInvalidURL, err)
 	}
 	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/pdf;q=0.8,"+
-		extract.MIMEDOCX+";q=0.8,"+extract.MIMEPPTX+";q=0.8,"+extract.MIMEXLSX+";q=0.8,"+extract.MIMEEPUB+";q=0.8,text/csv;q=0.8,*/*;q=0.1")
+	req.Header.Set("Accept", accept)
 	if err := c.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
 	}

@@ -615,9 +615,17 @@ func (h *hostileRun) listTools(t *testing.T) []toolSchema {
 	return res.Tools
 }
 
-// goodArgs returns values for a tool's required properties that make the
-// call reach the tool: known names get meaningful values, others a value
-// of their type.
+// companions are arguments a tool needs that its schema cannot require:
+// add_document takes exactly one of url, text or content_base64. A hostile
+// value in another of its arguments comes with them, so that it reaches
+// the job that stores the document, not only the check of its arguments.
+var companions = map[string]map[string]any{
+	"add_document": {"title": "hostile probe", "text": "A note of the hostile-input suite."},
+}
+
+// goodArgs returns values for a tool's required properties, and its
+// companions, that make the call reach the tool: known names get
+// meaningful values, others a value of their type.
 func goodArgs(ts toolSchema, pageURL string) map[string][]byte {
 	known := map[string]string{
 		"url":             pageURL,
@@ -647,6 +655,11 @@ func goodArgs(ts toolSchema, pageURL string) map[string][]byte {
 			}
 		}
 		out[name], _ = json.Marshal(v)
+	}
+	for name, v := range companions[ts.Name] {
+		if _, ok := ts.InputSchema.Properties[name]; ok {
+			out[name], _ = json.Marshal(v)
+		}
 	}
 	return out
 }
@@ -759,8 +772,13 @@ func TestHostileToolCalls(t *testing.T) {
 			// the server; it must still answer.
 			h.hostile(t, "web_search query nested 10000 deep", "web_search", argsWith(nil, "query", nested(10000)))
 			h.good(t, "a value nested 10000 deep")
-			// Past the 4 MB message limit.
-			big := callBody(h.id(), "web_search", argsWith(nil, "query", jsonString(5<<20)))
+			// Past the 4 MB message limit a tool call is answered as a call
+			// that failed; a message of another method is refused.
+			if r := h.hostile(t, "a 5 MB call", "web_search", argsWith(nil, "query", jsonString(5<<20))); classOf(r) != "TOOL_ERROR" {
+				t.Errorf("a 5 MB call: %v, want a TOOL_ERROR result", r)
+			}
+			h.good(t, "a 5 MB call")
+			big := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}`, h.id(), jsonString(5<<20)))
 			h.refused(t, "a 5 MB message", big, -32600, http.StatusRequestEntityTooLarge, true)
 			h.good(t, "a 5 MB message")
 			malformed := []string{"not json", `{"jsonrpc":"2.0","id":`, "\xff\xfe{}", "[]", "123", `"tools/call"`,

@@ -16,6 +16,10 @@
 //                 their ToolMessages; an invalid call must raise the
 //                 contract's error.
 //   unauthorized  loading the tools must fail.
+//   add-document  load the tools and call add_document with --text and
+//                 --title in --conversation, waiting for its job; then
+//                 search_docs for --docs-query must find the note, its
+//                 top chunk holding --expect-docs-text.
 //
 // Like ts-client.mjs it prints one JSON line {"ok":...,"checks":N,...} to
 // stdout and exits 0 on success, 1 on a failed check, 2 on bad flags. What
@@ -54,6 +58,8 @@ function parseArgs(argv) {
       case "--docs-query": opts.docsQuery = value; break;
       case "--expect-file": opts.expectFile = value; break;
       case "--expect-docs-text": opts.expectDocsText = value; break;
+      case "--title": opts.title = value; break;
+      case "--text": opts.text = value; break;
       default: throw new Error(`unknown flag ${flag}`);
     }
   }
@@ -171,6 +177,40 @@ const scenarios = {
     check.ok(thrown, "an invalid web_search did not fail");
     check.ok(/TOOL_ERROR/.test(thrown.message) && /blank/.test(thrown.message),
       `the failure does not carry the contract's error: ${thrown.message}`);
+  },
+
+  async "add-document"(check, client, opts, details) {
+    for (const n of ["conversation", "title", "text", "docsQuery", "expectDocsText"]) {
+      check.ok(opts[n] !== undefined, `add-document needs the option ${n}`);
+    }
+    const tools = await client.getTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    for (const want of ["add_document", "get_job", "search_docs"]) {
+      check.ok(byName[want], `tools ${JSON.stringify(Object.keys(byName).sort())} lack ${want}`);
+    }
+    const added = await invoke(byName.add_document, "call_add",
+      { conversation_id: opts.conversation, title: opts.title, text: opts.text, wait_seconds: 30 });
+    check.equal(added.tool_call_id, "call_add", "ToolMessage.tool_call_id");
+    check.ok(added.status !== "error", `add_document failed: ${text(added).slice(0, 300)}`);
+    const job = structured(added);
+    check.ok(job && typeof job.job_id === "string" && job.job_id !== "", `add_document ToolMessage has no job_id: ${JSON.stringify(added).slice(0, 500)}`);
+    check.equal(job.status, "succeeded", `the job's status after waiting (error ${JSON.stringify(job.error)})`);
+    check.ok(text(added).includes(job.job_id), "the text the model reads does not name the job");
+    details.job_id = job.job_id;
+    const doc = job.files?.[0];
+    check.ok(doc && doc.file_name.startsWith(opts.title), `add_document does not list the note titled ${opts.title}: ${JSON.stringify(job.files)}`);
+
+    const followed = structured(await invoke(byName.get_job, "call_job", { job_id: job.job_id }));
+    check.equal(followed?.status, "succeeded", "get_job status");
+
+    const found = await invoke(byName.search_docs, "call_docs", { query: opts.docsQuery, conversation_id: opts.conversation });
+    check.ok(found.status !== "error", `search_docs failed: ${text(found).slice(0, 300)}`);
+    const sc = structured(found);
+    check.ok(sc?.chunks?.length > 0, `search_docs found nothing for ${JSON.stringify(opts.docsQuery)}`);
+    check.equal(sc.chunks[0].file_id, doc.file_id, "chunks[0].file_id");
+    check.ok(sc.chunks[0].content.toLowerCase().includes(opts.expectDocsText.toLowerCase()),
+      `chunks[0].content lacks ${JSON.stringify(opts.expectDocsText)}: ${sc.chunks[0].content.slice(0, 300)}`);
+    details.file_name = doc.file_name;
   },
 
   async unauthorized(check, client, opts, details) {

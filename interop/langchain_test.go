@@ -18,11 +18,17 @@ If the canary's error rate passes two percent, the on-call engineer rolls the
 deployment back with the blue-green switch and files an incident report.
 `
 
+// incidentNotes is the note the LangChain test adds with add_document.
+const incidentNotes = `The nightly backup failed three times last week: the storage bucket's
+expired credentials were rotated by hand on Friday, and the backup job now
+reads them from the secrets store.`
+
 // TestLangChain drives a keyed server with LangChain's MCP adapters, the
 // client LangChain and LangGraph agents use: MultiServerMCPClient sends the
 // key as a header, loads every tool and calls web_search, search_docs on a
 // Markdown file uploaded over the HTTP API, and get_chunk, over streamable
-// HTTP and over SSE. A wrong key must stop it from loading the tools.
+// HTTP and over SSE; it adds a note with add_document, which search_docs
+// then finds. A wrong key must stop it from loading the tools.
 func TestLangChain(t *testing.T) {
 	requireNode(t, "@langchain/mcp-adapters", "@langchain/core")
 	t.Parallel()
@@ -58,6 +64,20 @@ func TestLangChain(t *testing.T) {
 			if got := fake.Requests() - before; got < 1 {
 				t.Errorf("SearXNG got %d requests, want the web_search call", got)
 			}
+		})
+		t.Run(transport+"/add_document", func(t *testing.T) {
+			t.Parallel()
+			conv := "conv-langchain-notes-" + transport
+			rep := runNodeScript(t, "langchain-client.mjs", "add-document", transport, []string{
+				"--transport", transport, "--url", url, "--header", "Authorization: Bearer " + key,
+				"--conversation", conv, "--title", "Incident review", "--text", incidentNotes,
+				"--docs-query", "what broke the nightly backup", "--expect-docs-text", "expired credentials",
+			})
+			id, _ := rep.Details["job_id"].(string)
+			if id == "" {
+				t.Fatalf("add_document reported no job: %v", rep.Details)
+			}
+			waitAuditedJob(t, cfg["DATABASE_URL"], "add_document", id)
 		})
 		t.Run(transport+"/wrong key", func(t *testing.T) {
 			t.Parallel()

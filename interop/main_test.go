@@ -8,7 +8,10 @@
 // validator from npm checks (openapi-check.mjs); fetch_url through the
 // TypeScript SDK (fetch-client.mjs) against pages served on loopback; and
 // hand-built JSON-RPC and multipart bodies of hostile input
-// (hostile_test.go). Every test
+// (hostile_test.go), and the peak memory of hostile uploads, on a binary
+// built without the race detector (memory_test.go); the tools that add
+// documents, their jobs and the keys that may write, on replicas of one
+// database among others (jobs_test.go). Every test
 // talks to the binary over its public surface only (stdio, legacy SSE,
 // streamable HTTP, the upload API, the CLI) and points it at the shared
 // fake SearXNG.
@@ -93,6 +96,14 @@ func runTests(m *testing.M) int {
 var tools struct {
 	names    []string
 	switches map[string]string
+	// writes are the tools that change documents (not annotated
+	// read-only): the docs_write toolset, which keys that may only read
+	// do not see.
+	writes []string
+	// ownLimits are the settings MCP_<tool>_rate_limit_per_minute of the
+	// tools whose default differs from MCP_rate_limit_per_minute's (the
+	// tools that change documents have lower ones).
+	ownLimits []string
 }
 
 // runWithCatalogue reads tools, then runs the tests.
@@ -103,7 +114,10 @@ func runWithCatalogue(m *testing.M) int {
 		return 1
 	}
 	var golden []struct {
-		Name string `json:"name"`
+		Name        string `json:"name"`
+		Annotations struct {
+			ReadOnlyHint bool `json:"readOnlyHint"`
+		} `json:"annotations"`
 	}
 	if err := json.Unmarshal(raw, &golden); err != nil || len(golden) == 0 {
 		fmt.Fprintln(os.Stderr, "interop: the golden tool schemas:", err)
@@ -116,20 +130,27 @@ func runWithCatalogue(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "interop: mcpsearch config:", err)
 		return 1
 	}
-	settings := map[string]bool{}
+	settings := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
-		if name, _, ok := strings.Cut(line, "="); ok {
-			settings[name] = true
+		if name, value, ok := strings.Cut(line, "="); ok {
+			settings[name] = value
 		}
 	}
 	tools.switches = map[string]string{}
 	for _, g := range golden {
 		tools.names = append(tools.names, g.Name)
-		if sw := "MCP_" + g.Name + "_enabled"; settings[sw] {
+		if !g.Annotations.ReadOnlyHint {
+			tools.writes = append(tools.writes, g.Name)
+		}
+		if sw := "MCP_" + g.Name + "_enabled"; settings[sw] != "" {
 			tools.switches[g.Name] = sw
+		}
+		if rl := "MCP_" + g.Name + "_rate_limit_per_minute"; settings[rl] != "" && settings[rl] != settings["MCP_rate_limit_per_minute"] {
+			tools.ownLimits = append(tools.ownLimits, rl)
 		}
 	}
 	slices.Sort(tools.names)
+	slices.Sort(tools.writes)
 	return m.Run()
 }
 
@@ -177,7 +198,8 @@ type config map[string]string
 
 // baseConfig is the configuration every test starts from: the fake
 // SearXNG, no cache (so each call reaches the fake and its mode), no rate
-// limit (tests share servers), a timeout generous enough for a loaded
+// limit (tests share servers; the tools with limits of their own get none
+// either), a timeout generous enough for a loaded
 // machine, JSON logs, and web_search alone: no documents tools, which need
 // a database, and every other tool's switch off.
 func baseConfig(searxngURL string) config {
@@ -194,6 +216,9 @@ func baseConfig(searxngURL string) config {
 		if tool != "web_search" {
 			c[sw] = "false"
 		}
+	}
+	for _, rl := range tools.ownLimits {
+		c[rl] = "0"
 	}
 	if raceBuild {
 		// A race-enabled binary sleeps 1 s at exit by default; dozens of
@@ -333,17 +358,22 @@ func startServer(t *testing.T, tc transportCase, cfg config) *server {
 }
 
 func tryStart(tc transportCase, cfg config) (*server, error) {
+	return tryStartBinary(binPath, tc, cfg)
+}
+
+// tryStartBinary is tryStart of the binary bin.
+func tryStartBinary(bin string, tc transportCase, cfg config) (*server, error) {
 	args := []string{"serve", "--transport", tc.transport, "--addr", "127.0.0.1:0"}
 	if tc.stateless {
 		args = append(args, "--stateless")
 	}
 	s := &server{output: &syncBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(binPath, args...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = cfg.processEnv()
 	s.cmd.Stdout = s.output
 	s.cmd.Stderr = s.output
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", binPath, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() {
 		_ = s.cmd.Wait()

@@ -57,8 +57,10 @@ const (
 	modernScopedName = "modern-scoped"
 )
 
-// modernTools are the tools of a documents-enabled server.
-var modernTools = []string{"get_chunk", "list_conversations", "list_files", "search_docs", "web_search"}
+// modernTools are the tools of a documents-enabled server, whose keys
+// (and stdio) may write: the tools that change documents among them.
+var modernTools = []string{"add_document", "cancel_job", "delete_document", "get_chunk", "get_job", "list_conversations",
+	"list_files", "list_jobs", "search_docs", "web_search"}
 
 // modernDoc is a text file small enough to be one chunk, and what finds it.
 type modernDoc struct {
@@ -366,7 +368,8 @@ func TestTypeScriptV2Client(t *testing.T) {
 				const q = "stateless revision"
 				before := fake.Requests()
 				rep := runTS2(t, ms.tg, "session", "--query", q, "--expect-first-url", searxngtest.ResultURL(q, 1),
-					"--expect-tools", strings.Join(modernTools, ","), "--conversation", mine.conv, "--file-name", mine.name,
+					"--expect-tools", strings.Join(modernTools, ","), "--write-tools", strings.Join(tools.writes, ","),
+					"--conversation", mine.conv, "--file-name", mine.name,
 					"--file-phrase", mine.phrase, "--doc-query", mine.query)
 				keys[ms.tg.keyName()] += toolCalls(t, rep)
 				client = reportedClient(t, rep)
@@ -523,8 +526,8 @@ func TestGoSDKModernClient(t *testing.T) {
 				var names []string
 				for _, tool := range res.Tools {
 					names = append(names, tool.Name)
-					if tool.OutputSchema == nil || tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
-						t.Errorf("%s: want an outputSchema and readOnlyHint", tool.Name)
+					if readOnly := !slices.Contains(tools.writes, tool.Name); tool.OutputSchema == nil || tool.Annotations == nil || tool.Annotations.ReadOnlyHint != readOnly {
+						t.Errorf("%s: want an outputSchema and readOnlyHint %v", tool.Name, readOnly)
 					}
 				}
 				slices.Sort(names)

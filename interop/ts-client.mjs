@@ -11,7 +11,10 @@
 //       --scenario unauthorized --expect-status 401
 //
 // Scenarios: basic, invalid, ratelimited, unknown-tool, upstream, timeout,
-// unauthorized (connecting must fail with the HTTP status --expect-status).
+// oversize (a tools/call past the server's 4 MB message limit),
+// unauthorized (connecting must fail with the HTTP status --expect-status),
+// and add-pdf and progress, the scenarios of add_document and its jobs
+// (jobs-scenarios.mjs, whose flags they take).
 // --header NAME:VALUE (repeatable) is sent on every HTTP request, the event
 // stream's GET included.
 // On success it prints one JSON line {"ok":true,...} to stdout and exits 0;
@@ -25,6 +28,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
+import { jobsFlags, jobsScenarios } from "./jobs-scenarios.mjs";
 import { CheckError, closing, connectionFlag, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const TOOL = "web_search";
@@ -70,7 +74,11 @@ function parseArgs(argv) {
       case "--expect-message-substring": opts.expectMessage = value; break;
       case "--burst": opts.burst = parseInt(value, 10); break;
       case "--expect-status": opts.expectStatus = parseInt(value, 10); break;
-      default: throw new Error(`unknown flag ${name}`);
+      default: {
+        const spec = jobsFlags[name];
+        if (!spec) throw new Error(`unknown flag ${name}`);
+        opts[spec[0]] = spec[1](value);
+      }
     }
   }
   if (!["stdio", "sse", "http"].includes(opts.transport)) {
@@ -249,6 +257,19 @@ const scenarios = {
     }
   },
 
+  // oversize sends a tools/call of over 5 MB, past the server's 4 MB
+  // message limit, as this SDK writes it (the id after the params): the
+  // answer is a tool error for the call, not a transport error, and the
+  // session goes on.
+  async oversize(check, client, opts, details) {
+    const r = await call(client, { query: "x".repeat(5 << 20) });
+    details.error = expectError(check, r, "a 5 MB web_search", {
+      code: "TOOL_ERROR", retryable: false, substrings: ["larger than 4 MB"],
+    });
+    const after = await call(client, { query: `${opts.query} after`, max_results: 1 });
+    check.ok(!after.isError, `the call after the 5 MB one failed: ${textBlocks(after).join(" ").slice(0, 300)}`);
+  },
+
   async timeout(check, client, opts, details) {
     const started = Date.now();
     const r = await call(client, { query: opts.query });
@@ -261,6 +282,14 @@ const scenarios = {
     details.elapsed_ms = Date.now() - started;
   },
 };
+
+// The scenarios of add_document, through this SDK's callTool.
+for (const [name, run] of Object.entries(jobsScenarios)) {
+  scenarios[name] = (check, client, opts, details) => run(check, {
+    call: (tool, args, options) => client.callTool({ name: tool, arguments: args }, undefined, options),
+    listTools: () => client.listTools(),
+  }, opts, details);
+}
 
 // selfConnecting are the scenarios that test the handshake itself.
 const selfConnecting = new Set(["unauthorized"]);

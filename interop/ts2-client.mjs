@@ -5,7 +5,8 @@
 // initialize handshake only as a fallback), and checks one scenario.
 //
 //   node ts2-client.mjs --transport stdio --command BIN --arg serve --env K=V ... --scenario session \
-//       --expect-version 2026-07-28 --expect-tools web_search,search_docs,list_files,get_chunk \
+//       --expect-version 2026-07-28 --expect-tools web_search,search_docs,list_files,get_chunk,add_document \
+//       --write-tools add_document \
 //       --query Q --expect-first-url URL --conversation C --file-name F --file-phrase P --doc-query Q
 //   node ts2-client.mjs --transport http --url http://127.0.0.1:8080/mcp --header "Authorization: Bearer KEY" \
 //       --scenario scoped --conversation MINE --other-conversation THEIRS --other-file-id ID --other-chunk-id ID
@@ -19,6 +20,9 @@
 //                and its chunks are answered like unknown ones
 //   ratelimited  --burst calls of web_search pass, the next one is RATE_LIMITED
 //   cache-hints  the ttlMs and cacheScope of tools/list, resources/list and resources/read
+//   add-pdf, progress
+//                the scenarios of add_document and its jobs (jobs-scenarios.mjs,
+//                whose flags they take)
 // Every scenario first checks that the negotiated revision is --expect-version
 // (default 2026-07-28). The report's details carry the protocol version, the
 // client's name and version as it sent them, and the number of tools/call
@@ -32,6 +36,7 @@ import { readFileSync } from "node:fs";
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
+import { jobsFlags, jobsScenarios } from "./jobs-scenarios.mjs";
 import { CheckError, closing, connectionFlag, expectError, runMain, textBlocks } from "./scenario.mjs";
 
 const CALL_TIMEOUT_MS = 20000;
@@ -52,6 +57,7 @@ const flags = {
   "--scenario": ["scenario", String],
   "--expect-version": ["expectVersion", String],
   "--expect-tools": ["expectTools", (v) => v.split(",")],
+  "--write-tools": ["writeTools", (v) => v.split(",")],
   "--query": ["query", String],
   "--expect-first-url": ["expectFirstURL", String],
   "--conversation": ["conversation", String],
@@ -74,7 +80,7 @@ function parseArgs(argv) {
     }
     const value = argv[++i];
     if (connectionFlag(opts, flag, value)) continue;
-    const spec = flags[flag];
+    const spec = flags[flag] ?? jobsFlags[flag];
     if (!spec) throw new Error(`unknown flag ${flag}`);
     opts[spec[0]] = spec[1](value);
   }
@@ -158,7 +164,7 @@ const scenarios = {
     for (const t of tools) {
       check.equal(t.inputSchema?.type, "object", `${t.name} inputSchema.type`);
       check.equal(t.outputSchema?.type, "object", `${t.name} outputSchema.type`);
-      check.equal(t.annotations?.readOnlyHint, true, `${t.name} annotations.readOnlyHint`);
+      check.equal(t.annotations?.readOnlyHint, !(opts.writeTools ?? []).includes(t.name), `${t.name} annotations.readOnlyHint`);
     }
 
     // The client validates every structuredContent against the outputSchema
@@ -272,6 +278,17 @@ const scenarios = {
     details.ttl_ms = { "tools/list": tools.ttlMs, "resources/list": list.ttlMs, "resources/read": read.ttlMs };
   },
 };
+
+// The scenarios of add_document, through this client's callTool.
+for (const [name, run] of Object.entries(jobsScenarios)) {
+  scenarios[name] = (check, client, opts, details) => run(check, {
+    call: (tool, args, options) => {
+      details.tool_calls = (details.tool_calls ?? 0) + 1;
+      return client.callTool({ name: tool, arguments: args }, options);
+    },
+    listTools: () => client.listTools(),
+  }, opts, details);
+}
 
 // drive connects with version negotiation in auto mode, checks the revision
 // it got, runs the scenario and closes the client.

@@ -18,8 +18,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -59,7 +62,7 @@ const (
 var (
 	// ErrNotFound reports a job that does not exist (or whose conversation
 	// was deleted).
-	ErrNotFound = errors.New("no such job")
+	ErrNotFound = errors.New("job not found")
 	// ErrFinished reports a cancel of a job that had already ended.
 	ErrFinished = errors.New("the job has already ended")
 )
@@ -72,7 +75,27 @@ type Input struct {
 	Files    []string `json:"files,omitempty"`
 	// Folder is the folder a CLI run ingests.
 	Folder string `json:"folder,omitempty"`
+	// SourceID is the source a crawl or sync job reads (package sources).
+	SourceID string `json:"source_id,omitempty"`
 }
+
+// storable returns in with its text fit for a jsonb column (storable).
+func (in Input) storable() Input {
+	in.URL, in.Title, in.FileName, in.Folder = storable(in.URL), storable(in.Title), storable(in.FileName), storable(in.Folder)
+	files := make([]string, len(in.Files))
+	for i, f := range in.Files {
+		files[i] = storable(f)
+	}
+	if in.Files != nil {
+		in.Files = files
+	}
+	return in
+}
+
+// storable replaces NUL, which no text or jsonb value of PostgreSQL may
+// hold, with U+FFFD: a hostile file name or URL is kept as the caller
+// sent it otherwise.
+func storable(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // Refusal is a file a job did not store, and why.
 type Refusal struct {
@@ -112,6 +135,18 @@ type Job struct {
 	FinishedAt time.Time
 	// Attempts counts the claims of the job's first part by a process.
 	Attempts int
+	// Report is what a job of a registered kind (a crawl, a sync) says of
+	// itself while it runs and once it has ended; nil for others.
+	Report *Report
+}
+
+// Report is what a long job reports of itself: a line on where it stands,
+// and counts by name (pages fetched and queued, files added, updated,
+// removed and unchanged; skipped pages by reason).
+type Report struct {
+	Message string         `json:"message,omitempty"`
+	Counts  map[string]int `json:"counts,omitempty"`
+	Skipped map[string]int `json:"skipped,omitempty"`
 }
 
 // Total is the number of files the job has so far: stored, already there
@@ -124,6 +159,12 @@ func (j Job) Done() int { return j.Files.Ready + j.Files.Failed + j.Duplicates +
 // Progress says where the job stands, in words: "12 of 40 files, 310
 // chunks".
 func (j Job) Progress() string {
+	if j.Report != nil && j.Report.Message != "" && !j.Submitted {
+		if j.Total() == 0 {
+			return j.Report.Message
+		}
+		return fmt.Sprintf("%s; %d of %d+ files, %d chunks", j.Report.Message, j.Done(), j.Total(), j.Files.Chunks)
+	}
 	switch {
 	case !j.Submitted && j.Total() == 0 && j.Status == Queued:
 		return "waiting to start"
@@ -156,14 +197,14 @@ func (s *Store) Docs() *docs.Store { return s.docs }
 
 // jobColumns is the select list scanJob reads, on jobs aliased j.
 const jobColumns = `j.id::text, j.conversation_id, j.kind, j.status, j.input, j.caller, j.error, j.submitted,
-	j.duplicates, j.refused, j.refusals, j.created_at, j.started_at, j.finished_at, j.attempts`
+	j.duplicates, j.refused, j.refusals, j.created_at, j.started_at, j.finished_at, j.attempts, j.report`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
-	var input, refusals []byte
+	var input, refusals, report []byte
 	var started, finished *time.Time
 	err := row.Scan(&j.ID, &j.ConversationID, &j.Kind, &j.Status, &input, &j.Caller, &j.Error, &j.Submitted,
-		&j.Duplicates, &j.Refused, &refusals, &j.CreatedAt, &started, &finished, &j.Attempts)
+		&j.Duplicates, &j.Refused, &refusals, &j.CreatedAt, &started, &finished, &j.Attempts, &report)
 	if err != nil {
 		return Job{}, err
 	}
@@ -176,7 +217,31 @@ func scanJob(row pgx.Row) (Job, error) {
 	// Both columns are written by this package alone.
 	_ = json.Unmarshal(input, &j.Input)
 	_ = json.Unmarshal(refusals, &j.Refusals)
+	if len(report) > 0 {
+		j.Report = &Report{}
+		_ = json.Unmarshal(report, j.Report)
+	}
 	return j, nil
+}
+
+// SetReport records what job j reports of itself, unless it has ended
+// (then it wraps ErrFinished, ErrCancelled or ErrNotFound). final writes it
+// even on an ended job: the summary of a crawl cancelled half-way.
+func (s *Store) SetReport(ctx context.Context, j Job, r Report, final bool) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("jobs: report: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE jobs SET report = $3
+		WHERE conversation_id = $1 AND id = $2 AND ($4 OR status IN ('queued', 'running'))`, j.ConversationID, j.ID, raw, final)
+	if err != nil {
+		return dbError("jobs: report", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.gone(ctx, j)
+	}
+	return nil
 }
 
 // Create records a new job of conversation conv, queued, for a Runner to
@@ -198,7 +263,7 @@ func (s *Store) create(ctx context.Context, conv, kind string, in Input, caller,
 	if err != nil {
 		return Job{}, err
 	}
-	input, err := json.Marshal(in)
+	input, err := json.Marshal(in.storable())
 	if err != nil {
 		return Job{}, fmt.Errorf("jobs: create: %w", err)
 	}
@@ -282,12 +347,9 @@ func (s *Store) Submit(ctx context.Context, j Job, o Outcome) error {
 }
 
 func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) error {
-	refusals := o.Refusals
-	if refusals == nil {
-		refusals = []Refusal{}
-	}
-	if len(refusals) > maxRefusals {
-		refusals = refusals[:maxRefusals]
+	refusals := make([]Refusal, 0, min(len(o.Refusals), maxRefusals))
+	for _, r := range o.Refusals[:min(len(o.Refusals), maxRefusals)] {
+		refusals = append(refusals, Refusal{FileName: storable(r.FileName), Reason: storable(r.Reason)})
 	}
 	raw, err := json.Marshal(refusals)
 	if err != nil {
@@ -315,7 +377,7 @@ func (s *Store) Fail(ctx context.Context, j Job, reason string) error {
 	_, err := s.pool.Exec(ctx, `
 		UPDATE jobs SET status = 'failed', error = $3, finished_at = now(), started_at = coalesce(started_at, now()),
 		       claimed_by = NULL, claimed_until = NULL
-		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, reason)
+		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, storable(reason))
 	if err != nil {
 		return dbError("jobs: fail", err)
 	}
@@ -397,7 +459,7 @@ func (s *Store) settle(ctx context.Context, j *Job) error {
 	}
 	status, reason := Succeeded, ""
 	if files.Ready == 0 && j.Duplicates == 0 && files.Failed+j.Refused > 0 {
-		status, reason = Failed, "no file of the job could be stored: "+s.firstReason(ctx, *j)
+		status, reason = Failed, storable("no file of the job could be stored: "+s.firstReason(ctx, *j))
 	}
 	finished := files.LastUpdate
 	if finished.IsZero() || finished.Before(j.StartedAt) {
@@ -439,7 +501,8 @@ func (s *Store) firstReason(ctx context.Context, j Job) string {
 // and its files not yet ready are deleted, so that their processing, on
 // whichever replica, stops within a second or two and stores nothing. Its
 // ready files stay, whole. Cancelling a job that has ended returns it with
-// an error wrapping ErrFinished.
+// an error wrapping ErrFinished; cancelling again a cancelled job whose
+// files could not all be deleted deletes the rest.
 func (s *Store) Cancel(ctx context.Context, id string) (Job, error) {
 	conv, id, err := s.home(ctx, id)
 	if err != nil {
@@ -448,6 +511,13 @@ func (s *Store) Cancel(ctx context.Context, id string) (Job, error) {
 	j, err := s.get(ctx, conv, id)
 	if err != nil {
 		return Job{}, err
+	}
+	if j.Status == Cancelled && j.Files.Processing > 0 {
+		// A cancel whose deletion failed half-way: finish it.
+		if _, err := s.docs.DeleteJobFiles(ctx, conv, id); err != nil {
+			return Job{}, err
+		}
+		return s.get(ctx, conv, id)
 	}
 	if Final(j.Status) {
 		return j, fmt.Errorf("jobs: job %s is %s: %w", id, j.Status, ErrFinished)
@@ -480,19 +550,45 @@ type Page struct {
 	Next string
 }
 
+// jobsCursor is the kind of list_jobs' cursors.
+const jobsCursor = 'j'
+
+// CursorAfter returns the cursor of the page of conversation conv's jobs
+// (of status, "" for any) that follows job j.
+func CursorAfter(conv, status string, j Job) string {
+	id, _ := uuid.Parse(j.ID)
+	return docs.Cursor(jobsCursor, []string{conv, status}, j.CreatedAt, id[:])
+}
+
 // List returns a page of the jobs of conversation conv, newest first:
-// limit jobs (1 to 500) after cursor ("" for the first page), of status
-// ("" for any).
+// limit jobs (0 for docs.DefaultListLimit, at most docs.MaxListLimit)
+// after cursor ("" for the first page), of status ("" for any).
 func (s *Store) List(ctx context.Context, conv, status string, limit int, cursor string) (Page, error) {
 	conv, err := docs.CheckConversationID(conv)
 	if err != nil {
 		return Page{}, err
 	}
-	after, err := parseCursor(cursor)
+	if status != "" && !slices.Contains(Statuses, status) {
+		return Page{}, fmt.Errorf("jobs: %w: status %q: send one of %s", docs.ErrInvalidArgument, status, strings.Join(Statuses, ", "))
+	}
+	switch {
+	case limit == 0:
+		limit = docs.DefaultListLimit
+	case limit < 0 || limit > docs.MaxListLimit:
+		return Page{}, fmt.Errorf("jobs: %w: limit %d is out of range: send 1 to %d", docs.ErrInvalidArgument, limit, docs.MaxListLimit)
+	}
+	at, key, after, err := docs.ParseCursor(cursor, jobsCursor, []string{conv, status}, "list_jobs")
 	if err != nil {
 		return Page{}, err
 	}
-	limit = min(max(limit, 1), 500)
+	var afterAt, afterID any
+	if after {
+		id, err := uuid.FromBytes(key)
+		if err != nil {
+			return Page{}, fmt.Errorf("jobs: %w: cursor is not one list_jobs returned", docs.ErrInvalidArgument)
+		}
+		afterAt, afterID = at, id.String()
+	}
 	// Jobs whose files may have ended are settled first, so that the
 	// filter sees their end.
 	if err := s.settleOpen(ctx, conv); err != nil {
@@ -502,11 +598,13 @@ func (s *Store) List(ctx context.Context, conv, status string, limit int, cursor
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE conversation_id = $1 AND ($2 = '' OR status = $2)`, conv, status).Scan(&p.Total); err != nil {
 		return Page{}, dbError("jobs: list", err)
 	}
+	// Times are compared at PostgreSQL's microseconds, as cursors keep
+	// them.
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+jobColumns+` FROM jobs j
 		WHERE j.conversation_id = $1 AND ($2 = '' OR j.status = $2)
 		  AND ($3::timestamptz IS NULL OR (j.created_at, j.id) < ($3, $4::uuid))
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $5`, conv, status, after.at, after.idArg(), limit+1)
+		ORDER BY j.created_at DESC, j.id DESC LIMIT $5`, conv, status, afterAt, afterID, limit+1)
 	if err != nil {
 		return Page{}, dbError("jobs: list", err)
 	}
@@ -516,8 +614,7 @@ func (s *Store) List(ctx context.Context, conv, status string, limit int, cursor
 	}
 	if len(list) > limit {
 		list = list[:limit]
-		last := list[limit-1]
-		p.Next = makeCursor(last.CreatedAt, last.ID)
+		p.Next = CursorAfter(conv, status, list[limit-1])
 	}
 	for i := range list {
 		if err := s.settle(ctx, &list[i]); err != nil {

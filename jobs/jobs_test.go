@@ -127,7 +127,7 @@ func TestAddFilesEndsWithItsFiles(t *testing.T) {
 	e := newEnv(t, emb, Options{})
 	ctx := context.Background()
 	j, files, errs, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{Title: "notes"}, "tester",
-		[]docs.Upload{text("a.md", "# Alpha\n\nThe alpha document speaks of rivers."), text("b.txt", "The beta document speaks of hills.")})
+		[]docs.Upload{text("a.md", "# Alpha\n\nThe alpha document speaks of rivers."), text("b.txt", "The beta document speaks of hills.")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestAddFilesEndsWithItsFiles(t *testing.T) {
 		t.Errorf("progress %q", got)
 	}
 	// The same bytes again: a job of duplicates, done at once.
-	j2, files, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{}, "tester", []docs.Upload{text("again.txt", "The beta document speaks of hills.")})
+	j2, files, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{}, "tester", []docs.Upload{text("again.txt", "The beta document speaks of hills.")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestJobOfFailedFilesFails(t *testing.T) {
 	emb.release()
 	e := newEnv(t, emb, Options{})
 	j, _, errs, err := e.r.AddFiles(context.Background(), "c1", KindUpload, Input{}, "k",
-		[]docs.Upload{text("empty.txt", "   \n\n  "), {FileName: "x.exe", Data: []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00")}})
+		[]docs.Upload{text("empty.txt", "   \n\n  "), {FileName: "x.exe", Data: []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestArchiveIsAJobOfItsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, files, errs, err := e.r.AddFiles(context.Background(), "c1", KindDocument, Input{FileName: "guide.zip"}, "k",
-		[]docs.Upload{{FileName: "guide.zip", Data: buf.Bytes()}})
+		[]docs.Upload{{FileName: "guide.zip", Data: buf.Bytes()}}, nil)
 	if err != nil || errs[0] != nil {
 		t.Fatal(err, errs[0])
 	}
@@ -236,7 +236,7 @@ func TestCancelStopsProcessingAndKeepsReadyFiles(t *testing.T) {
 	ctx := context.Background()
 	// One file made ready first, in its own job.
 	emb.release()
-	done, _, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{}, "k", []docs.Upload{text("kept.txt", "A file stored before the cancel.")})
+	done, _, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{}, "k", []docs.Upload{text("kept.txt", "A file stored before the cancel.")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestCancelStopsProcessingAndKeepsReadyFiles(t *testing.T) {
 		ups = append(ups, text(fmt.Sprintf("f%d.txt", i), fmt.Sprintf("File number %d of the job that is cancelled.", i)))
 	}
 	e.in.Close() // only the second ingester works now
-	j, _, _, err := e2.r.AddFiles(ctx, "c1", KindUpload, Input{}, "k", ups)
+	j, _, _, err := e2.r.AddFiles(ctx, "c1", KindUpload, Input{}, "k", ups, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestListPagesNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 7 {
-		j, _, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{Title: fmt.Sprint(i)}, "k", []docs.Upload{text("t.txt", fmt.Sprintf("Document %d.", i))})
+		j, _, _, err := e.r.AddFiles(ctx, "c1", KindDocument, Input{Title: fmt.Sprint(i)}, "k", []docs.Upload{text("t.txt", fmt.Sprintf("Document %d.", i))}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

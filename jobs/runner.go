@@ -24,7 +24,8 @@ type Fetcher interface {
 // Options tune a Runner. The zero value is usable.
 type Options struct {
 	// Workers is how many jobs' first parts (fetches, unpacking) run at
-	// once; zero means 2.
+	// once; zero means 2, a negative value none (a CLI run, which runs
+	// its own job and leaves the others to the servers).
 	Workers int
 	// Lease is how long a process's hold on a job lasts without renewal;
 	// it renews it every third of that. A job held by a process that
@@ -44,8 +45,18 @@ type Options struct {
 	// Unpack, when set, turns an archive (a .zip or .tar.gz of documents)
 	// into its files; nil stores archives as single files.
 	Unpack Unpacker
+	// Kinds run the jobs of kinds registered by other packages (a crawl,
+	// a sync): a worker that takes such a job calls its function under the
+	// job's lease, then submits the job when it returns nil; an error
+	// fails the job with its text.
+	Kinds  map[string]KindFunc
 	Logger *slog.Logger
 }
+
+// KindFunc runs a job of a registered kind: ctx ends when the job is
+// cancelled or deleted, or the process stops. It stores the job's files
+// with Runner.StoreFiles and reports its progress with Store.SetReport.
+type KindFunc func(ctx context.Context, r *Runner, j Job) error
 
 // DefaultLease is Options.Lease's default: a job whose process stopped is
 // resumed, or failed, within it.
@@ -74,7 +85,7 @@ type Runner struct {
 
 // NewRunner starts a Runner adding files through in.
 func NewRunner(st *Store, in *docs.Ingester, opts Options) *Runner {
-	if opts.Workers <= 0 {
+	if opts.Workers == 0 {
 		opts.Workers = 2
 	}
 	if opts.Lease <= 0 {
@@ -84,7 +95,9 @@ func NewRunner(st *Store, in *docs.Ingester, opts Options) *Runner {
 		opts.Check = time.Second
 	}
 	if opts.Poll <= 0 {
-		opts.Poll = 5 * time.Second
+		// A job whose process stopped is taken over within its lease and
+		// a third of it.
+		opts.Poll = min(5*time.Second, opts.Lease/3)
 	}
 	if opts.FetchTimeout <= 0 {
 		opts.FetchTimeout = time.Minute
@@ -92,7 +105,7 @@ func NewRunner(st *Store, in *docs.Ingester, opts Options) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{st: st, in: in, opts: opts, log: opts.Logger, wake: make(chan struct{}, opts.Workers), stop: make(chan struct{})}
+	r := &Runner{st: st, in: in, opts: opts, log: opts.Logger, wake: make(chan struct{}, max(opts.Workers, 1)), stop: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for range opts.Workers {
 		r.workers.Go(r.work)
@@ -138,18 +151,30 @@ func (r *Runner) AddURL(ctx context.Context, conv, url, caller string) (Job, err
 // AddFiles records a job of kind kind storing ups in conversation conv
 // (an archive among them is unpacked into its files), stores them for the
 // documents queue, and returns the job with what became of each upload:
-// its file, or why it was refused. The job holds a lease while the files
+// its file, or why it was refused. With ticket t (docs.Ingester.Reserve)
+// the files take slots of the queue as an upload does (SubmitFiles), and
+// one the queue cannot take is refused as busy; without, they wait in the
+// database for a worker (Enqueue). The job holds a lease while the files
 // are stored, so that a process stopping meanwhile leaves it failed, not
 // running.
-func (r *Runner) AddFiles(ctx context.Context, conv, kind string, in Input, caller string, ups []docs.Upload) (Job, []docs.File, []error, error) {
+func (r *Runner) AddFiles(ctx context.Context, conv, kind string, in Input, caller string, ups []docs.Upload, t *docs.Ticket) (Job, []docs.File, []error, error) {
 	token := uuid.NewString()
 	j, err := r.st.CreateHeld(ctx, conv, kind, in, caller, token, r.opts.Lease)
 	if err != nil {
+		if t != nil {
+			t.Release()
+		}
 		return Job{}, nil, nil, err
 	}
 	hctx, release := r.st.hold(ctx, j, token, r.opts)
 	defer release()
-	files, errs, out := r.store(hctx, j, ups)
+	submit := r.in.Enqueue
+	if t != nil {
+		submit = func(ctx context.Context, ups []docs.Upload) ([]docs.File, []error) {
+			return r.in.SubmitFiles(ctx, t, ups)
+		}
+	}
+	files, errs, out := r.store(hctx, j, ups, submit)
 	if err := context.Cause(hctx); err != nil && ctx.Err() == nil {
 		// Cancelled while its files were stored: what was stored is
 		// removed by the cancel, or by this.
@@ -169,7 +194,7 @@ func (r *Runner) AddFiles(ctx context.Context, conv, kind string, in Input, call
 
 // store stores ups as files of job j, unpacking archives, and returns each
 // upload's file or refusal, with the job's outcome.
-func (r *Runner) store(ctx context.Context, j Job, ups []docs.Upload) ([]docs.File, []error, Outcome) {
+func (r *Runner) store(ctx context.Context, j Job, ups []docs.Upload, submit func(context.Context, []docs.Upload) ([]docs.File, []error)) ([]docs.File, []error, Outcome) {
 	var out Outcome
 	files := make([]docs.File, len(ups))
 	errs := make([]error, len(ups))
@@ -187,7 +212,12 @@ func (r *Runner) store(ctx context.Context, j Job, ups []docs.Upload) ([]docs.Fi
 		}
 		plain, at = append(plain, u), append(at, i)
 	}
-	fs, es := r.in.Enqueue(ctx, plain)
+	if len(plain) == 0 {
+		// The ticket's slot is not needed.
+		submit(ctx, nil)
+		return files, errs, out
+	}
+	fs, es := submit(ctx, plain)
 	for k, i := range at {
 		files[i], errs[i] = fs[k], es[k]
 		out.count(plain[k].FileName, fs[k], es[k])
@@ -284,6 +314,10 @@ func (r *Runner) run(j Job, token string) {
 		err = fmt.Errorf("stopped %d times before it finished (the server restarted or ran out of memory)", j.Attempts-1)
 	case j.Kind == KindURL:
 		err = r.runURL(ctx, j)
+	case r.opts.Kinds[j.Kind] != nil:
+		if err = r.opts.Kinds[j.Kind](ctx, r, j); err == nil {
+			err = r.st.Submit(ctx, j, Outcome{})
+		}
 	default:
 		// The process storing its files stopped: what it stored is kept
 		// and processed, but the job cannot know what it did not store.
@@ -301,6 +335,37 @@ func (r *Runner) run(j Job, token string) {
 	}
 }
 
+// StoreFiles stores ups as files of job j, for the documents queue, and
+// records what was refused or already there in the job; it returns each
+// upload's file or why it was refused. For the functions of Options.Kinds.
+func (r *Runner) StoreFiles(ctx context.Context, j Job, ups []docs.Upload) ([]docs.File, []error, error) {
+	files, errs, out := r.store(ctx, j, ups, r.in.Enqueue)
+	if err := r.st.Add(ctx, j, out); err != nil {
+		return files, errs, err
+	}
+	return files, errs, nil
+}
+
+// AddKind records a job of a registered kind (Options.Kinds) in
+// conversation conv, queued, and wakes a worker to run it.
+func (r *Runner) AddKind(ctx context.Context, conv, kind string, in Input, caller string) (Job, error) {
+	if r.opts.Kinds[kind] == nil {
+		return Job{}, fmt.Errorf("jobs: %w: no runner for jobs of kind %s", docs.ErrInvalidArgument, kind)
+	}
+	j, err := r.st.Create(ctx, conv, kind, in, caller)
+	if err != nil {
+		return Job{}, err
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return j, nil
+}
+
+// Ingester returns the documents ingester jobs store files through.
+func (r *Runner) Ingester() *docs.Ingester { return r.in }
+
 // runURL downloads a URL job's document and stores it.
 func (r *Runner) runURL(ctx context.Context, j Job) error {
 	fctx, cancel := context.WithTimeout(ctx, r.opts.FetchTimeout)
@@ -313,7 +378,7 @@ func (r *Runner) runURL(ctx context.Context, j Job) error {
 		return err
 	}
 	up := docs.Upload{FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body}
-	files, errs, out := r.store(ctx, j, []docs.Upload{up})
+	files, errs, out := r.store(ctx, j, []docs.Upload{up}, r.in.Enqueue)
 	if c := context.Cause(ctx); c != nil {
 		return c
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpsearch/mcpsearch/docs"
@@ -35,11 +36,24 @@ func (s *Server) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /v1/conversations/{id}", s.apiDeleteConversation)
 	mux.HandleFunc("GET /v1/files/{id}", s.apiGetFile)
 	mux.HandleFunc("DELETE /v1/files/{id}", s.apiDeleteFile)
+	if s.deps.Sources != nil {
+		mux.HandleFunc("GET /v1/conversations/{id}/sources", s.apiListSources)
+		mux.HandleFunc("POST /v1/sources/{id}/sync", s.apiSyncSource)
+		mux.HandleFunc("DELETE /v1/sources/{id}", s.apiDeleteSource)
+	}
+	if s.deps.Jobs != nil {
+		mux.HandleFunc("GET /v1/conversations/{id}/jobs", s.apiListJobs)
+		mux.HandleFunc("GET /v1/jobs/{id}", s.apiGetJob)
+		mux.HandleFunc("DELETE /v1/jobs/{id}", s.apiCancelJob)
+	}
 }
 
 // uploadResponse answers an upload: one result per file or URL, in part
 // order.
 type uploadResponse struct {
+	// JobID is the job of the request's files: GET /v1/jobs/{id} follows
+	// it, DELETE /v1/jobs/{id} cancels it.
+	JobID string         `json:"job_id,omitempty"`
 	Files []uploadedFile `json:"files"`
 	// Error is the first refusal when every part was refused.
 	Error *ToolError `json:"error,omitempty"`
@@ -72,6 +86,10 @@ type uploadedFile struct {
 func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	conv, ok := s.pathConversation(w, r)
 	if !ok {
+		return
+	}
+	if err := s.writesRefused(r); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -157,7 +175,7 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(ups) > 0 {
 		// Duplicates are answered even when the queue is full.
-		files, errs := s.deps.Ingest.SubmitFiles(r.Context(), ticket, ups)
+		files, errs := s.submitUploads(r, conv, ticket, ups, &out)
 		for k, i := range at {
 			if errs[k] != nil {
 				out.Files[i].Result, out.Files[i].Refusal = uploadRefused, refusal(errs[k])
@@ -234,21 +252,46 @@ func (s *Server) fetchUpload(ctx context.Context, conv string, part *multipart.P
 	return docs.Upload{ConversationID: conv, FileName: res.FileName(), MIMEType: res.ContentType, Source: res.URL, Data: res.Body}, nil
 }
 
+// apiListFiles answers GET /v1/conversations/{id}/files?limit=&cursor=&status=&prefix=
+// with a page of the conversation's files, newest first, paged as
+// list_files pages: {"files": [...], "total": N, "next_cursor": "..."}.
 func (s *Server) apiListFiles(w http.ResponseWriter, r *http.Request) {
 	conv, ok := s.pathConversation(w, r)
 	if !ok {
 		return
 	}
-	files, err := s.deps.Docs.ListFiles(r.Context(), conv)
+	q := docs.FileQuery{ConversationID: conv}
+	for name, values := range r.URL.Query() {
+		v := values[len(values)-1]
+		switch name {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				writeError(w, r, badArg("limit %q is not a number: send 1 to %d (default %d)", clip(v, 20), docs.MaxListLimit, docs.DefaultListLimit))
+				return
+			}
+			q.Limit = n
+		case "cursor":
+			q.Cursor = v
+		case "status":
+			q.Status = v
+		case "prefix":
+			q.Prefix = v
+		default:
+			writeError(w, r, badArg("unknown query parameter %q: the parameters are limit, cursor, status and prefix", clip(name, 40)))
+			return
+		}
+	}
+	if q.Limit == 0 && r.URL.Query().Has("limit") {
+		writeError(w, r, badArg("limit 0 is out of range: send 1 to %d (default %d)", docs.MaxListLimit, docs.DefaultListLimit))
+		return
+	}
+	p, err := s.deps.Docs.ListFilesPage(r.Context(), q)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	out := ListFilesOutput{Files: make([]FileInfo, 0, len(files))}
-	for _, f := range files {
-		out.Files = append(out.Files, fileInfo(f))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, filesOutput(p))
 }
 
 func (s *Server) apiGetFile(w http.ResponseWriter, r *http.Request) {
@@ -285,6 +328,10 @@ func (s *Server) ownFile(w http.ResponseWriter, r *http.Request) (docs.File, boo
 }
 
 func (s *Server) apiDeleteFile(w http.ResponseWriter, r *http.Request) {
+	if err := s.writesRefused(r); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	f, ok := s.ownFile(w, r)
 	if !ok {
 		return
@@ -313,6 +360,10 @@ type deletedConversation struct {
 func (s *Server) apiDeleteConversation(w http.ResponseWriter, r *http.Request) {
 	conv, ok := s.pathConversation(w, r)
 	if !ok {
+		return
+	}
+	if err := s.writesRefused(r); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	n, err := s.deps.Docs.DeleteConversation(r.Context(), conv)

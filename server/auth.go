@@ -26,22 +26,37 @@ type APIKey struct {
 	// Conversations, when not nil, are the only conversation ids the key may
 	// touch.
 	Conversations []string
-	hash          [sha256.Size]byte
+	// write is set for a key that may change documents: add, upload,
+	// delete, cancel.
+	write bool
+	hash  [sha256.Size]byte
 }
 
-// NewAPIKey returns a key accepting secret, named and scoped as given.
+// NewAPIKey returns a key accepting secret, named and scoped as given,
+// that may read and write.
 func NewAPIKey(secret, name string, conversations []string) APIKey {
 	h := sha256.Sum256([]byte(secret))
 	if name == "" {
 		name = fmt.Sprintf("key-%x", h[:4])
 	}
-	return APIKey{Name: name, Conversations: conversations, hash: h}
+	return APIKey{Name: name, Conversations: conversations, write: true, hash: h}
 }
+
+// ReadOnly returns k limited to reading: no upload, deletion or write
+// tool.
+func (k APIKey) ReadOnly() APIKey {
+	k.write = false
+	return k
+}
+
+// CanWrite reports whether the key may change documents.
+func (k APIKey) CanWrite() bool { return k.write }
 
 // LoadAPIKeys reads keys from the comma-separated list and from r (the
 // keys file, may be nil). A file line is `KEY [name=NAME]
-// [conversations=ID,ID...]`; blank lines and lines starting with # are
-// skipped.
+// [conversations=ID,ID...] [scopes=read|read,write]`; blank lines and
+// lines starting with # are skipped. A key without scopes= may read and
+// write, as every key could before scopes existed.
 func LoadAPIKeys(list []string, r io.Reader) ([]APIKey, error) {
 	var keys []APIKey
 	for _, k := range list {
@@ -62,6 +77,7 @@ func LoadAPIKeys(list []string, r io.Reader) ([]APIKey, error) {
 		}
 		var name string
 		var convs []string
+		write := true
 		for _, f := range fields[1:] {
 			k, v, ok := strings.Cut(f, "=")
 			switch {
@@ -72,13 +88,45 @@ func LoadAPIKeys(list []string, r io.Reader) ([]APIKey, error) {
 				if slices.Contains(convs, "") {
 					return nil, fmt.Errorf("keys file line %d: empty conversation id in %q", n, f)
 				}
+			case ok && k == "scopes":
+				w, err := parseScopes(v)
+				if err != nil {
+					return nil, fmt.Errorf("keys file line %d: %w", n, err)
+				}
+				write = w
 			default:
-				return nil, fmt.Errorf("keys file line %d: unknown field %q (want name=NAME or conversations=ID,ID)", n, f)
+				return nil, fmt.Errorf("keys file line %d: unknown field %q (want name=NAME, conversations=ID,ID or scopes=read,write)", n, f)
 			}
 		}
-		keys = append(keys, NewAPIKey(fields[0], name, convs))
+		key := NewAPIKey(fields[0], name, convs)
+		if !write {
+			key = key.ReadOnly()
+		}
+		keys = append(keys, key)
 	}
 	return keys, sc.Err()
+}
+
+// parseScopes reads a keys file's scopes=: read, or read and write;
+// whether the key may write.
+func parseScopes(v string) (bool, error) {
+	write, read := false, false
+	for _, sc := range strings.Split(v, ",") {
+		switch strings.TrimSpace(sc) {
+		case ScopeRead:
+			read = true
+		case ScopeWrite:
+			write = true
+		default:
+			return false, fmt.Errorf("unknown scope %q in scopes=%s (the scopes are read and write)", sc, v)
+		}
+	}
+	if !read {
+		// Writing documents one cannot read back is not a setup anyone
+		// means.
+		return false, fmt.Errorf("scopes=%s lacks read: use scopes=read or scopes=read,write", v)
+	}
+	return write, nil
 }
 
 // CheckExposure refuses to serve HTTP beyond loopback without keys unless

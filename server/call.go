@@ -38,6 +38,8 @@ type call struct {
 	failure *ToolError
 	// result is the structured content of a successful call.
 	result any
+	// job is the ingestion job the call started or touched.
+	job string
 	// limit is the caller's bucket of the tool once the rate limit decided
 	// the call; limited is false before that or when the tool has no limit.
 	limit   limitState
@@ -68,6 +70,13 @@ func callFrom(ctx context.Context) *call {
 func (c *call) setConversation(conv string) {
 	c.mu.Lock()
 	c.conversation = conv
+	c.mu.Unlock()
+}
+
+// setJob records the job the call started or touched, for the audit.
+func (c *call) setJob(id string) {
+	c.mu.Lock()
+	c.job = id
 	c.mu.Unlock()
 }
 
@@ -110,12 +119,13 @@ type outcome struct {
 	ran          bool
 	failure      *ToolError
 	result       any
+	job          string
 }
 
 func (c *call) outcome() outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return outcome{c.conversation, c.ran, c.failure, c.result}
+	return outcome{c.conversation, c.ran, c.failure, c.result, c.job}
 }
 
 // scope is how a tool's input names the conversation the call touches, so

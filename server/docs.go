@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,18 +17,56 @@ import (
 	"github.com/mcpsearch/mcpsearch/embed"
 )
 
-// SearchDocsInput is the search_docs tool's arguments.
+// SearchDocsInput is the search_docs tool's arguments. What query,
+// threshold and mode say depends on the server's embedder (searchWords).
 type SearchDocsInput struct {
-	Query          string   `json:"query" jsonschema:"what to look for in the conversation's files, in natural language or as exact words, names, codes or numbers (at most 2000 characters)"`
+	Query          string   `json:"query"`
 	ConversationID string   `json:"conversation_id" jsonschema:"the conversation whose uploaded files are searched"`
 	TopK           int      `json:"top_k,omitempty" jsonschema:"how many chunks to return, 1 to 50 (default 5)"`
-	Threshold      *float64 `json:"threshold,omitempty" jsonschema:"minimum similarity 0 to 1 of a passage's meaning to the query's (cosine of their embeddings); the default is calibrated for the server's embedding model; in hybrid mode chunks that match the query's words are kept whatever their similarity, in keyword mode it is not applied"`
-	Mode           string   `json:"mode,omitempty" jsonschema:"hybrid (default: meaning and exact words fused), vector (meaning only) or keyword (exact words only, BM25)"`
+	Threshold      *float64 `json:"threshold,omitempty"`
+	Mode           string   `json:"mode,omitempty"`
 }
 
 // SearchDocsOutput is the search_docs tool's structured result.
 type SearchDocsOutput struct {
 	Chunks []DocChunk `json:"chunks"`
+	// MoreChunkIDs are passages that ranked within top_k but did not fit
+	// the result size limit, best first.
+	MoreChunkIDs []string `json:"more_chunk_ids,omitempty" jsonschema:"chunks that ranked within top_k but did not fit the result size limit, best first: get_chunk opens each"`
+}
+
+// searchWords is what search_docs tells agents about what its search can
+// match, which depends on the embedder: a trained model finds passages by
+// meaning, the hashing embedder by words and pieces of words only, so an
+// agent must send the terms the documents use.
+type searchWords struct {
+	hybrid, query, threshold, thresholdDefault, mode, noHits string
+}
+
+// searchWordsFor returns search_docs's words for an embedder that is
+// semantic (embed.Semantic) or not.
+func searchWordsFor(semantic bool) searchWords {
+	const thresholdUse = "; the default is calibrated for the server's embedding model; in hybrid mode chunks that match the query's words are kept whatever their similarity, in keyword mode it is not applied"
+	if semantic {
+		return searchWords{
+			hybrid:           "Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers.",
+			query:            "what to look for in the conversation's files, in natural language or as exact words, names, codes or numbers (at most 2000 characters)",
+			threshold:        "minimum similarity 0 to 1 of a passage's meaning to the query's (cosine of their embeddings)" + thresholdUse,
+			thresholdDefault: " (default here %.2f: similarity is relative to the embedding model, whose unrelated passages score near 0 and close paraphrases highest)",
+			mode:             "hybrid (default: meaning and exact words fused), vector (meaning only) or keyword (exact words only, BM25)",
+			noHits:           "Check list_files for the conversation's files, or lower threshold.",
+		}
+	}
+	return searchWords{
+		hybrid: "This server's embedder matches words and pieces of words, not meaning: hybrid mode (default) finds passages holding the query's words, names, codes and numbers, " +
+			"then passages sharing parts of them (other forms of a word, parts of an identifier), but not paraphrases or synonyms. " +
+			"Search with the terms the documents are likely to use, and try other words if nothing comes back.",
+		query:            "the words to look for in the conversation's files: terms, names, codes or numbers the passages are likely to contain, since a paraphrase that shares no word with them is not found (at most 2000 characters)",
+		threshold:        "minimum similarity 0 to 1 of a passage's words and pieces of words to the query's (cosine of their hashed vectors, which carry no meaning)" + thresholdUse,
+		thresholdDefault: " (default here %.2f: passages sharing no word or piece of a word with the query score near 0, those holding most of its words highest)",
+		mode:             "hybrid (default: exact words ranked by BM25, then passages sharing pieces of words), vector (shared words and pieces of words only) or keyword (exact words only, BM25)",
+		noHits:           "This server matches words, not meaning: search again with the terms the documents would use (names, codes, other forms of the words), check list_files for the conversation's files, or lower threshold.",
+	}
 }
 
 // DocChunk is one passage found by search_docs.
@@ -75,11 +114,20 @@ func location(l extract.Location) Location {
 // ListFilesInput is the list_files tool's arguments.
 type ListFilesInput struct {
 	ConversationID string `json:"conversation_id" jsonschema:"the conversation whose uploaded files are listed"`
+	Status         string `json:"status,omitempty" jsonschema:"only the files in this status: processing, ready or failed (default: every file)"`
+	Prefix         string `json:"prefix,omitempty" jsonschema:"only the files whose name, or the URL they were fetched from, begins with this (case-sensitive), such as report- or https://go.dev/doc/"`
+	Limit          int    `json:"limit,omitempty" jsonschema:"how many files to return, newest first, 1 to 500 (default 50)"`
+	Cursor         string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, with the same status and prefix, to read on; leave it out to start with the newest file"`
 }
 
-// ListFilesOutput is the list_files tool's structured result.
+// ListFilesOutput is the list_files tool's structured result, and the
+// upload API's listing.
 type ListFilesOutput struct {
 	Files []FileInfo `json:"files"`
+	// Total counts the files the status and prefix select, in every page.
+	Total int `json:"total" jsonschema:"how many files the conversation holds with this status and prefix, in every page"`
+	// NextCursor continues the listing; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty" jsonschema:"send it as cursor, with the same status and prefix, for the next page; absent on the last page"`
 }
 
 // FileInfo describes one uploaded file.
@@ -115,6 +163,8 @@ type GetChunkOutput struct {
 	// ChunkIDs lists the chunks merged into content when before or after
 	// asked for neighbours, in order.
 	ChunkIDs []string `json:"chunk_ids,omitempty"`
+	// Truncated says content was cut to fit the result size limit.
+	Truncated bool `json:"truncated,omitempty" jsonschema:"true when content was cut to fit the result size limit: ask for fewer neighbours, open the chunks one by one, or read the file's text as its resource"`
 }
 
 // ChunkMetadata locates a chunk in its file.
@@ -156,14 +206,17 @@ type Documents interface {
 	// DefaultThreshold is the similarity a query without a threshold
 	// needs, calibrated for the embedder in use.
 	DefaultThreshold() float64
-	ListFiles(ctx context.Context, conversationID string) ([]docs.File, error)
+	// Embedder is the embedder searches use: whether it is semantic
+	// decides what search_docs tells agents it can match.
+	Embedder() embed.Embedder
+	ListFilesPage(ctx context.Context, q docs.FileQuery) (docs.FilePage, error)
 	GetFile(ctx context.Context, id string) (docs.File, error)
 	GetChunk(ctx context.Context, id string) (docs.Chunk, error)
 	Passage(ctx context.Context, chunkID string, before, after int) (docs.Passage, error)
 	FileText(ctx context.Context, id string) (docs.File, string, error)
 	RecentFiles(ctx context.Context, conversations []string, limit int) ([]docs.File, error)
 	DeleteFile(ctx context.Context, id string) error
-	ListConversations(ctx context.Context, only []string, limit int) ([]docs.Conversation, error)
+	ListConversationsPage(ctx context.Context, q docs.ConversationQuery) (docs.ConversationPage, error)
 	DeleteConversation(ctx context.Context, conversationID string) (int, error)
 	Ping(ctx context.Context) error
 }
@@ -183,10 +236,16 @@ type docsTools struct {
 	store Documents
 	// defaultConversation is the conversation of calls that name none.
 	defaultConversation string
+	// words says what search can match with the store's embedder; without
+	// a store, what the default (hashing) embedder can.
+	words searchWords
+	limit resultLimit
 }
 
 func newDocsTools(e toolEnv) (docsTools, bool) {
-	return docsTools{store: e.deps.Docs, defaultConversation: e.cfg.DefaultConversation}, e.deps.Docs != nil && e.cfg.DocsEnabled
+	semantic := e.deps.Docs != nil && embed.Semantic(e.deps.Docs.Embedder())
+	return docsTools{store: e.deps.Docs, defaultConversation: e.cfg.DefaultConversation, words: searchWordsFor(semantic), limit: newResultLimit(e.cfg)},
+		e.deps.Docs != nil && e.cfg.DocsEnabled
 }
 
 func (d docsTools) ping(ctx context.Context) error { return d.store.Ping(ctx) }
@@ -223,31 +282,39 @@ var docsReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolP
 
 // docsTool declares a tool of the documents store: they share their
 // handler, its failures and the database /readyz checks.
-func docsTool[In scoped, Out any](def *mcp.Tool, constrain func(docsTools, *jsonschema.Schema),
-	run func(docsTools, context.Context, In) (*mcp.CallToolResult, Out, error)) declared {
-	return tool[docsTools, In, Out]{def: def, handler: newDocsTools, constrain: constrain, run: run,
+func docsTool[In scoped, Out any](def *mcp.Tool, more string, constrain func(docsTools, *jsonschema.Schema),
+	run func(docsTools, context.Context, In) (*mcp.CallToolResult, Out, error)) tool[docsTools, In, Out] {
+	return tool[docsTools, In, Out]{def: def, handler: newDocsTools, constrain: constrain, run: run, more: more,
 		failures: docsFailures(), probe: "database", ping: docsTools.ping}
 }
 
+// searchDocsDescription is search_docs's description; %s is what hybrid
+// search can match with the server's embedder (searchWords.hybrid).
+const searchDocsDescription = "Search the files uploaded to a conversation (PDFs and scans, Word, PowerPoint, Excel, OpenDocument, e-books, CSV, RTF, text, Markdown, HTML) and return the most relevant passages. " +
+	"Use it before answering questions about the user's documents, and quote what it returns. " +
+	"%s " +
+	"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens."
+
 func searchDocsTool() declared {
-	return docsTool(&mcp.Tool{
-		Name:  "search_docs",
-		Title: "Search uploaded documents",
-		Description: "Search the files uploaded to a conversation (PDFs and scans, Word, PowerPoint, Excel, OpenDocument, e-books, CSV, RTF, text, Markdown, HTML) and return the most relevant passages. " +
-			"Use it before answering questions about the user's documents, and quote what it returns. " +
-			"Hybrid mode (default) finds passages by meaning and by exact words, names, codes and numbers. " +
-			"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens.",
+	t := docsTool(&mcp.Tool{
+		Name:        "search_docs",
+		Title:       "Search uploaded documents",
 		Annotations: withTitle(docsReadOnly, "Search uploaded documents"),
-	}, docsTools.searchDocsSchema, docsTools.searchDocs)
+	}, "open the passages left out with get_chunk, or ask for fewer (top_k)", docsTools.searchDocsSchema, docsTools.searchDocs)
+	t.describe = func(d docsTools, def *mcp.Tool) { def.Description = fmt.Sprintf(searchDocsDescription, d.words.hybrid) }
+	return t
 }
 
 func listFilesTool() declared {
 	return docsTool(&mcp.Tool{
-		Name:        "list_files",
-		Title:       "List uploaded files",
-		Description: "List the files uploaded to a conversation with their type, size, number of chunks and processing status (processing, ready or failed, with the reason, and a note such as pages that still need OCR). An unknown conversation has no files.",
+		Name:  "list_files",
+		Title: "List uploaded files",
+		Description: "List the files uploaded to a conversation, newest first, a page at a time, with their type, size, number of chunks and processing status " +
+			"(processing, ready or failed, with the reason, and a note such as pages that still need OCR), and how many there are in all. " +
+			"Narrow the list by status, or by the beginning of a file name or source URL; when next_cursor is given, send it as cursor to read on. " +
+			"An unknown conversation has no files.",
 		Annotations: withTitle(docsReadOnly, "List uploaded files"),
-	}, docsTools.conversationSchema, docsTools.listFiles)
+	}, "call list_files again with cursor set to next_cursor, or a smaller limit", docsTools.listFilesSchema, docsTools.listFiles)
 }
 
 func getChunkTool() declared {
@@ -256,7 +323,7 @@ func getChunkTool() declared {
 		Title:       "Open a document chunk",
 		Description: "Return one chunk of an uploaded file in full, by the chunk_id search_docs gave, with its file name, where it is in the file (pages, slides, sheet and cells, or heading path) and its character offsets in the file's text.",
 		Annotations: withTitle(docsReadOnly, "Open a document chunk"),
-	}, docsTools.getChunkSchema, docsTools.getChunk)
+	}, "ask for fewer neighbours (before, after), or open the chunks one by one", docsTools.getChunkSchema, docsTools.getChunk)
 }
 
 // maxConversationIDLen bounds a conversation id in the published schemas;
@@ -284,12 +351,33 @@ func (d docsTools) searchDocsSchema(sc *jsonschema.Schema) {
 	q.MinLength, q.MaxLength = ptr(1), ptr(docs.MaxQueryRunes)
 	k := prop(sc, "top_k")
 	k.Minimum, k.Maximum, k.Default = ptr(1.0), ptr(float64(docs.MaxTopK)), []byte(fmt.Sprint(docs.DefaultTopK))
+	q.Description = d.words.query
 	t := prop(sc, "threshold")
+	t.Description = d.words.threshold
 	if d.store != nil {
-		t.Description += fmt.Sprintf(" (default here %.2f: similarity is relative to the embedding model, whose unrelated passages score near 0 and close paraphrases highest)", d.store.DefaultThreshold())
+		t.Description += fmt.Sprintf(d.words.thresholdDefault, d.store.DefaultThreshold())
 	}
 	t.Minimum, t.Maximum = ptr(0.0), ptr(1.0)
-	prop(sc, "mode").Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
+	m := prop(sc, "mode")
+	m.Description = d.words.mode
+	m.Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
+}
+
+// listFilesSchema publishes list_files's limits: the conversation's, the
+// statuses, the page size and the lengths of prefix and cursor.
+func (d docsTools) listFilesSchema(sc *jsonschema.Schema) {
+	d.conversationSchema(sc)
+	prop(sc, "status").Enum = enum(docs.StatusProcessing, docs.StatusReady, docs.StatusFailed)
+	// Characters of up to four bytes each stay within the store's bound.
+	prop(sc, "prefix").MaxLength = ptr(docs.MaxPrefixLen / 4)
+	pageSchema(sc)
+}
+
+// pageSchema publishes the limits of a paged listing's limit and cursor.
+func pageSchema(sc *jsonschema.Schema) {
+	l := prop(sc, "limit")
+	l.Minimum, l.Maximum, l.Default = ptr(1.0), ptr(float64(docs.MaxListLimit)), []byte(fmt.Sprint(docs.DefaultListLimit))
+	prop(sc, "cursor").MaxLength = ptr(docs.MaxCursorLen)
 }
 
 func (docsTools) getChunkSchema(sc *jsonschema.Schema) {
@@ -314,40 +402,147 @@ func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.Cal
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)
 	}
-	out := SearchDocsOutput{Chunks: make([]DocChunk, 0, len(hits))}
+	chunks := make([]DocChunk, 0, len(hits))
 	for _, h := range hits {
-		out.Chunks = append(out.Chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
+		chunks = append(chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
 			Similarity: round4(h.Similarity), Score: round4(h.Score), PageNumber: page(h.PageNumber),
 			PageStart: page(h.PageStart), PageEnd: page(h.PageEnd), Source: h.Source, Location: location(h.Location)})
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchDocsText(q.Text, out)}}}, out, nil
+	out, text := d.fitSearch(q.Text, chunks)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
+// fitSearch keeps the best passages that fit the result size limit and
+// lists the others by chunk_id; a first passage too long on its own is cut.
+func (d docsTools) fitSearch(query string, chunks []DocChunk) (SearchDocsOutput, string) {
+	// render is the result holding the first k passages, the first one's
+	// content replaced by first when it is cut.
+	render := func(k int, first *string) (SearchDocsOutput, string) {
+		out := SearchDocsOutput{Chunks: slices.Clone(chunks[:k])}
+		for _, c := range chunks[k:] {
+			out.MoreChunkIDs = append(out.MoreChunkIDs, c.ChunkID)
+		}
+		if first == nil {
+			return out, d.searchDocsText(query, out)
+		}
+		out.Chunks[0].Content = *first
+		return out, d.searchDocsText(query, out) + cutPassageNote
+	}
+	k := d.limit.fitting(len(chunks), func(k int) (string, any) { out, text := render(k, nil); return text, out })
+	if k > 0 || len(chunks) == 0 {
+		return render(k, nil)
+	}
+	first := d.limit.fitString(chunks[0].Content, func(prefix string) (string, any) { out, text := render(1, &prefix); return text, out })
+	return render(1, &first)
+}
+
+// cutPassageNote ends the text of a search whose best passage alone was too
+// long for the result size limit.
+const cutPassageNote = "\n[The first passage is cut to fit the result size limit: get_chunk opens it.]"
+
 func (d docsTools) listFiles(ctx context.Context, in ListFilesInput) (*mcp.CallToolResult, ListFilesOutput, error) {
-	conv := in.scope().conversation
-	files, err := d.store.ListFiles(ctx, conv)
+	q := docs.FileQuery{ConversationID: in.scope().conversation, Status: in.Status, Prefix: in.Prefix, Limit: in.Limit,
+		Cursor: strings.TrimSpace(in.Cursor)}
+	p, err := d.store.ListFilesPage(ctx, q)
 	if err != nil {
 		return nil, ListFilesOutput{}, fmt.Errorf("list files: %w", err)
 	}
-	out := ListFilesOutput{Files: make([]FileInfo, 0, len(files))}
-	for _, f := range files {
+	all := filesOutput(p)
+	// The files a result holds: the page's first k, and the cursor after
+	// the last of them when the limit left some out.
+	render := func(k int) (ListFilesOutput, string) {
+		out := all
+		if k < len(p.Files) {
+			out.Files, out.NextCursor = all.Files[:k], p.CursorAfter(k-1)
+		}
+		return out, listFilesText(q, out, len(p.Files)-k, d.limit)
+	}
+	// A page keeps at least one file, so that paging moves on.
+	k := max(1, d.limit.fitting(len(p.Files), func(k int) (string, any) { out, text := render(max(k, 1)); return text, out }))
+	if len(p.Files) == 0 {
+		k = 0
+	}
+	out, text := render(k)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// filesOutput is a page of files as list_files and the upload API return it.
+func filesOutput(p docs.FilePage) ListFilesOutput {
+	out := ListFilesOutput{Files: make([]FileInfo, 0, len(p.Files)), Total: p.Total, NextCursor: p.Next}
+	for _, f := range p.Files {
 		out.Files = append(out.Files, fileInfo(f))
 	}
+	return out
+}
+
+// listFilesText summarises a page of files for the model: how many files
+// the conversation holds and how many this page shows, then one short line
+// per file (its name, and its status unless ready, with the reason or
+// note), and how to read on. Types, sizes, ids and dates are left to the
+// structured content.
+func listFilesText(q docs.FileQuery, out ListFilesOutput, leftOut int, limit resultLimit) string {
 	var b strings.Builder
-	if len(out.Files) == 0 {
-		fmt.Fprintf(&b, "No files in conversation %s.", conv)
-	}
-	for i, f := range out.Files {
-		fmt.Fprintf(&b, "%d. %s (%s, %d bytes, %d chunks, %s", i+1, f.FileName, f.MIMEType, f.SizeBytes, f.ChunkCount, f.Status)
-		if f.Error != "" {
-			fmt.Fprintf(&b, ": %s", f.Error)
+	// what names the files selected, as "3 failed files whose name or
+	// source begins with "report-"".
+	what := func(n int) string {
+		w := plural(n, "file")
+		if q.Status != "" {
+			w = strings.Replace(w, " ", " "+q.Status+" ", 1)
 		}
-		if f.Note != "" {
-			fmt.Fprintf(&b, "; %s", f.Note)
+		if q.Prefix != "" {
+			w += fmt.Sprintf(" whose name or source begins with %q", q.Prefix)
 		}
-		fmt.Fprintf(&b, ") id %s\n", f.ID)
+		return w
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, out, nil
+	if out.Total == 0 {
+		fmt.Fprintf(&b, "Conversation %s holds %s.", q.ConversationID, strings.Replace(what(0), "0 ", "no ", 1))
+		if q.Status == "" && q.Prefix == "" {
+			b.WriteString(" Upload files to it, or find a conversation that holds some with list_conversations.")
+		}
+		return b.String()
+	}
+	var ready, processing, failed int
+	for _, f := range out.Files {
+		switch f.Status {
+		case docs.StatusReady:
+			ready++
+		case docs.StatusProcessing:
+			processing++
+		case docs.StatusFailed:
+			failed++
+		}
+	}
+	which := "the %d newest"
+	if q.Cursor != "" {
+		which = "the next %d, newest first"
+	}
+	fmt.Fprintf(&b, "Conversation %s holds %s; "+which+" (%d ready, %d processing, %d failed):\n",
+		q.ConversationID, what(out.Total), len(out.Files), ready, processing, failed)
+	for _, f := range out.Files {
+		b.WriteString(f.FileName)
+		switch {
+		case f.Status == docs.StatusFailed:
+			fmt.Fprintf(&b, " (failed: %s)", f.Error)
+		case f.Status == docs.StatusProcessing:
+			b.WriteString(" (processing)")
+		case f.Note != "":
+			fmt.Fprintf(&b, " (%s)", f.Note)
+		}
+		b.WriteString("\n")
+	}
+	if leftOut > 0 {
+		fmt.Fprintf(&b, "\n%s\n", limit.note(fmt.Sprintf("%s of this page did not fit; the cursor below starts with them", plural(leftOut, "file"))))
+	}
+	if out.NextCursor != "" {
+		fmt.Fprintf(&b, "\nMore files follow: call list_files again with cursor %q", out.NextCursor)
+		if q.Status != "" || q.Prefix != "" {
+			b.WriteString(" and the same status and prefix")
+		}
+		b.WriteString(" to read on.")
+	} else {
+		b.WriteString("\nThat is the last of them.")
+	}
+	return b.String()
 }
 
 func (d docsTools) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToolResult, GetChunkOutput, error) {
@@ -371,7 +566,8 @@ func (d docsTools) getChunk(ctx context.Context, in GetChunkInput) (*mcp.CallToo
 	out := GetChunkOutput{ChunkID: c.ID, Content: c.Content, Metadata: ChunkMetadata{FileID: c.FileID, FileName: c.FileName,
 		PageNumber: page(c.PageNumber), PageStart: page(c.PageStart), PageEnd: page(c.PageEnd), Source: c.Source,
 		CharStart: c.CharStart, CharEnd: c.CharEnd, Ordinal: c.Ordinal, Location: location(c.Location)}}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out)}}}, out, nil
+	out, text := d.fitChunk(out, fileURI(c.ConversationID, c.FileID))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
 // getPassage answers get_chunk with neighbours: one merged text.
@@ -394,15 +590,39 @@ func (d docsTools) getPassage(ctx context.Context, id string, in GetChunkInput, 
 			out.Metadata.Ordinal = i
 		}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: chunkText(out)}}}, out, nil
+	out, text := d.fitChunk(out, fileURI(p.ConversationID, p.FileID))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }
 
-// chunkText is get_chunk's text block: where the text is, then the text.
-func chunkText(out GetChunkOutput) string {
+// fitChunk cuts the content of a get_chunk result too long for the result
+// size limit, and returns the result with its text; resource is the URI of
+// the file's whole text.
+func (d docsTools) fitChunk(out GetChunkOutput, resource string) (GetChunkOutput, string) {
+	text := d.chunkText(out, resource)
+	if d.limit.fits(text, out) {
+		return out, text
+	}
+	cut := out
+	cut.Truncated = true
+	cut.Content = d.limit.fitString(out.Content, func(prefix string) (string, any) {
+		c := cut
+		c.Content = prefix
+		return d.chunkText(c, resource), c
+	})
+	return cut, d.chunkText(cut, resource)
+}
+
+// chunkText is get_chunk's text block: where the text is, then the text,
+// and how to read the rest when it was cut.
+func (d docsTools) chunkText(out GetChunkOutput, resource string) string {
 	where := citation(out.Metadata.FileName, out.Metadata.Location, out.Metadata.Source)
 	text := fmt.Sprintf("[%s, characters %d-%d]\n%s", where, out.Metadata.CharStart, out.Metadata.CharEnd, out.Content)
 	if len(out.ChunkIDs) > 1 {
 		text += fmt.Sprintf("\n\n[%d chunks merged: %s]", len(out.ChunkIDs), strings.Join(out.ChunkIDs, ", "))
+	}
+	if out.Truncated {
+		text += "\n\n" + d.limit.note(fmt.Sprintf("the text stops after %d of its characters; ask for fewer neighbours (before, after), open the chunks one by one, or read the file's whole text as the resource %s",
+			utf8.RuneCountInString(out.Content), resource))
 	}
 	return text
 }
@@ -438,15 +658,22 @@ func round4(f float64) float64 {
 	return float64(int64(f*10000+0.5)) / 10000
 }
 
-func searchDocsText(q string, out SearchDocsOutput) string {
+// searchDocsText is what the model reads of a search: each passage with
+// where it is and its chunk_id, then the chunk_ids of the passages the size
+// limit left out.
+func (d docsTools) searchDocsText(q string, out SearchDocsOutput) string {
 	var b strings.Builder
 	if len(out.Chunks) == 0 {
-		fmt.Fprintf(&b, "No passages found for %q. Check list_files for the conversation's files, or lower threshold.", q)
+		fmt.Fprintf(&b, "No passages found for %q. %s", q, d.words.noHits)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Passages for %q:\n", q)
 	for i, c := range out.Chunks {
 		fmt.Fprintf(&b, "\n%d. [%s] similarity %.2f, chunk_id %s\n%s\n", i+1, citation(c.FileName, c.Location, c.Source), c.Similarity, c.ChunkID, c.Content)
+	}
+	if len(out.MoreChunkIDs) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", d.limit.note(fmt.Sprintf("%s ranked next; open them with get_chunk: %s",
+			plural(len(out.MoreChunkIDs), "more passage"), strings.Join(out.MoreChunkIDs, ", "))))
 	}
 	return b.String()
 }

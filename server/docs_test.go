@@ -26,6 +26,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
+	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
@@ -44,6 +45,12 @@ func setDocsWith(t testing.TB, d *Deps, url string, opts docs.IngestOptions) *do
 	if err != nil {
 		t.Fatal(err)
 	}
+	return setDocsOn(t, d, url, emb, opts)
+}
+
+// setDocsOn is setDocsWith with the store's embedder.
+func setDocsOn(t testing.TB, d *Deps, url string, emb embed.Embedder, opts docs.IngestOptions) *docs.Store {
+	t.Helper()
 	pool, err := pg.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +66,10 @@ func setDocsWith(t testing.TB, d *Deps, url string, opts docs.IngestOptions) *do
 	}
 	t.Cleanup(in.Close)
 	d.Docs, d.Ingest = st, in
+	r := jobs.NewRunner(jobs.NewStore(st), in, jobs.Options{Poll: 100 * time.Millisecond, Check: 100 * time.Millisecond,
+		Unpack: jobs.ArchiveUnpacker{MaxFileBytes: 50 << 20}})
+	t.Cleanup(r.Close)
+	d.Jobs = r
 	return st
 }
 

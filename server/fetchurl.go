@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,7 +19,7 @@ import (
 // FetchURLInput is the fetch_url tool's arguments.
 type FetchURLInput struct {
 	URL        string `json:"url" jsonschema:"the http or https address of the page to read, for example a URL from web_search"`
-	MaxLength  int    `json:"max_length,omitempty" jsonschema:"most characters to return (default set by the server, usually 8000)"`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"most characters to return (default set by the server, usually 8000); fewer when they would pass the server's result size limit, and next_start_index then reads on"`
 	StartIndex int    `json:"start_index,omitempty" jsonschema:"character to start at: send the next_start_index of the previous call to read on (default 0)"`
 	Section    string `json:"section,omitempty" jsonschema:"return only the part under the first heading whose text contains this (case-insensitive), e.g. Installation; for a PDF, page 3"`
 	Raw        bool   `json:"raw,omitempty" jsonschema:"true for the whole page's text, navigation and footers included, instead of its main content"`
@@ -63,6 +64,7 @@ func fetchURLTool() declared {
 		handler:   newFetchURL,
 		constrain: fetchURL.constrain,
 		run:       fetchURL.fetch,
+		more:      "call fetch_url again with start_index set to next_start_index",
 		timeout:   func(c config.Config) time.Duration { return c.FetchURLTimeout },
 		failures:  fetchFailures(),
 	}
@@ -73,10 +75,11 @@ type fetchURL struct {
 	pages PageFetcher
 	// maxLength is the characters a call returns without max_length.
 	maxLength int
+	limit     resultLimit
 }
 
 func newFetchURL(e toolEnv) (fetchURL, bool) {
-	return fetchURL{pages: e.deps.Fetch, maxLength: e.cfg.FetchURLMaxLength}, e.deps.Fetch != nil && e.cfg.FetchURLEnabled
+	return fetchURL{pages: e.deps.Fetch, maxLength: e.cfg.FetchURLMaxLength, limit: newResultLimit(e.cfg)}, e.deps.Fetch != nil && e.cfg.FetchURLEnabled
 }
 
 // fetchFailures are the failures of reading a page, for fetch_url and
@@ -127,11 +130,24 @@ func (f fetchURL) fetch(ctx context.Context, in FetchURLInput) (*mcp.CallToolRes
 	if maxLen == 0 {
 		maxLen = f.maxLength
 	}
-	text, next, total, truncated := fetch.Window(content, in.StartIndex, maxLen)
-	out := FetchURLOutput{URL: doc.URL, FinalURL: doc.FinalURL, Title: doc.Title, ContentType: doc.ContentType,
-		Content: text, StartIndex: in.StartIndex, TotalLength: total, Truncated: truncated}
-	if truncated {
-		out.NextStartIndex = &next
+	window := func(maxLen int) FetchURLOutput {
+		text, next, total, truncated := fetch.Window(content, in.StartIndex, maxLen)
+		out := FetchURLOutput{URL: doc.URL, FinalURL: doc.FinalURL, Title: doc.Title, ContentType: doc.ContentType,
+			Content: text, StartIndex: in.StartIndex, TotalLength: total, Truncated: truncated}
+		if truncated {
+			out.NextStartIndex = &next
+		}
+		return out
+	}
+	out := window(maxLen)
+	if !f.limit.fits(fetchURLText(out), out) {
+		// Fewer characters, so that the part fits the result size limit;
+		// next_start_index reads on from where it stops.
+		n := f.limit.fitting(utf8.RuneCountInString(out.Content), func(k int) (string, any) {
+			o := window(max(k, 1))
+			return fetchURLText(o), o
+		})
+		out = window(max(n, 1))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fetchURLText(out)}}}, out, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -95,11 +96,38 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// jsonTooLarge answers the SDK's plain-text 413 for an oversized MCP
-// message with the contract's error body.
+// jsonTooLarge handles MCP messages over maxMCPBody. A tools/call is
+// answered as a call that failed: the body is read through a scan (see
+// oversize.go) and its stand-in call goes to next in its place. Any other
+// message is refused with 413 and the contract's error body, which also
+// replaces the SDK's plain-text 413.
 func jsonTooLarge(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxMCPBody {
+		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+			var prefix []byte
+			over := r.ContentLength > maxMCPBody
+			if r.ContentLength < 0 {
+				// Of unknown length: read up to the limit to tell. The SDK
+				// would hold as much.
+				var err error
+				if prefix, err = io.ReadAll(io.LimitReader(r.Body, maxMCPBody+1)); err != nil {
+					writeError(w, r, &ToolError{Code: CodeToolError, Status: http.StatusBadRequest,
+						Message: "the request body could not be read: " + err.Error()})
+					return
+				}
+				if over = len(prefix) > maxMCPBody; !over {
+					r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(prefix)), int64(len(prefix))
+				}
+			}
+			if over {
+				msg, ok := readOversized(prefix, r.Body)
+				if !ok {
+					writeError(w, r, tooLargeMessage())
+					return
+				}
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(msg)), int64(len(msg))
+			}
+		} else if r.ContentLength > maxMCPBody {
 			writeError(w, r, tooLargeMessage())
 			return
 		}

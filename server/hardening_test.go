@@ -130,10 +130,11 @@ func TestRateLimitPerKey(t *testing.T) {
 	}
 }
 
-// TestOversizedMCPMessage: the 413 carries the contract's error body.
+// TestOversizedMCPMessage: the 413 carries the contract's error body. (A
+// tools/call is answered as a failed call instead: see oversize.go.)
 func TestOversizedMCPMessage(t *testing.T) {
 	_, hs := keyedServer(t)
-	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"web_search","arguments":{"query":"` + strings.Repeat("a", maxMCPBody) + `"}}}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + strings.Repeat("a", maxMCPBody) + `"}}`
 	for _, path := range []string{"/mcp", "/sse?sessionid=x"} {
 		resp := post(t, hs.URL+path, fullKey, big, nil)
 		var body envelope

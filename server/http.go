@@ -175,6 +175,21 @@ const callHeader = "X-Mcpsearch-Call"
 type pendingCall struct {
 	mu sync.Mutex
 	c  *call
+	// header is the HTTP request's header where the MCP request has none
+	// of its own (a REST invocation's in-process session).
+	header http.Header
+}
+
+// requestHeader returns the HTTP header of an MCP request: its own, or
+// that of the REST invocation holder h stands for; nil over stdio.
+func requestHeader(req mcp.Request, h *pendingCall) http.Header {
+	if hdr := headerOf(req); hdr != nil {
+		return hdr
+	}
+	if h != nil {
+		return h.header
+	}
+	return nil
 }
 
 func (p *pendingCall) set(c *call) {

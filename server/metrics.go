@@ -130,6 +130,8 @@ var (
 		"Uploaded files processed by this process, by outcome (ready or failed).", []string{"status"}, nil)
 	ingestChunksDesc = prometheus.NewDesc("mcpsearch_ingest_chunks_total",
 		"Chunks stored from files that became ready.", nil, nil)
+	ingestEmbeddedDesc = prometheus.NewDesc("mcpsearch_ingest_embedded_texts_total",
+		"Chunks of uploaded files sent to the embedder (a re-sync that finds nothing changed sends none).", nil, nil)
 	ingestPagesDesc = prometheus.NewDesc("mcpsearch_ingest_pages_total",
 		"PDF pages of files that became ready.", nil, nil)
 	ingestBytesDesc = prometheus.NewDesc("mcpsearch_ingest_bytes_total",
@@ -147,7 +149,7 @@ var (
 )
 
 func (ingestCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc,
+	for _, d := range []*prometheus.Desc{ingestFilesDesc, ingestChunksDesc, ingestEmbeddedDesc, ingestPagesDesc, ingestBytesDesc, ingestSecondsDesc, ingestQueuedDesc,
 		ingestBatchesDesc, indexBuildsDesc, indexSecondsDesc} {
 		ch <- d
 	}
@@ -158,6 +160,7 @@ func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Ready), docs.StatusReady)
 	ch <- prometheus.MustNewConstMetric(ingestFilesDesc, prometheus.CounterValue, float64(st.Failed), docs.StatusFailed)
 	ch <- prometheus.MustNewConstMetric(ingestChunksDesc, prometheus.CounterValue, float64(st.Chunks))
+	ch <- prometheus.MustNewConstMetric(ingestEmbeddedDesc, prometheus.CounterValue, float64(st.Embedded))
 	ch <- prometheus.MustNewConstMetric(ingestPagesDesc, prometheus.CounterValue, float64(st.Pages))
 	ch <- prometheus.MustNewConstMetric(ingestBytesDesc, prometheus.CounterValue, float64(st.Bytes))
 	ch <- prometheus.MustNewConstMetric(ingestSecondsDesc, prometheus.CounterValue, st.Duration.Seconds())

@@ -48,8 +48,16 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 			// The audit names the conversation a call targets even when
 			// it is refused before its handler runs (rate limit, schema).
 			c.setConversation(def.conversationOf(ctr.Params.Arguments))
-			if h := s.pendingHeaders(transport, ctr); h != nil {
+			// The HTTP request's holder learns of the call first, so that
+			// a refusal is answered as such (403 over REST).
+			h := s.pendingHeaders(transport, ctr)
+			if h != nil {
 				h.set(c)
+			}
+			if te := toolAccess(id, requestHeader(req, h), def); te != nil {
+				c.fail(te)
+				s.finish(ctx, c, nil)
+				return newErrorResult(ctr, te), nil
 			}
 			res, err := s.runCall(ctx, c, def, ctr, func(ctx context.Context) (mcp.Result, error) {
 				return next(ctx, method, req)
@@ -165,9 +173,11 @@ func (s *Server) refusedArgs(def toolDef, args json.RawMessage, res *mcp.CallToo
 
 // typed wraps a tool's handler: it records that the arguments were valid,
 // checks the caller's scope over the conversation the input names, turns a
-// panic into an error, and maps any failure to the contract's error once.
-func typed[In scoped, Out any](log *slog.Logger, defaultConv string, h func(context.Context, In) (*mcp.CallToolResult, Out, error)) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+// panic into an error, maps any failure to the contract's error once, and
+// holds a success to the result size limit.
+func typed[In scoped, Out any](log *slog.Logger, defaultConv string, capped resultCap, h func(context.Context, In) (*mcp.CallToolResult, Out, error)) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		ctx = withProgress(ctx, req)
 		c := callFrom(ctx)
 		c.setRan()
 		if d, ok := any(&in).(defaultable); ok && defaultConv != "" {
@@ -185,6 +195,7 @@ func typed[In scoped, Out any](log *slog.Logger, defaultConv string, h func(cont
 				// to know the call failed.
 				res, err = nil, te
 			} else {
+				capped.limit.capResult(capped.log, c.Tool, capped.more, res, out)
 				c.succeed(out)
 			}
 		}()
@@ -251,6 +262,7 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 		SessionID:      c.Session,
 		ClientName:     c.Client.Name,
 		ClientVersion:  c.Client.Version,
+		JobID:          o.job,
 		CreatedAt:      c.Start,
 	}
 	switch {

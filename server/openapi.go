@@ -75,7 +75,8 @@ func (s *Server) openAPIDocument() map[string]any {
 				}}}}),
 		}},
 	}
-	for _, t := range s.restToolList() {
+	// Every tool offered: a call a key may not make is answered 403.
+	for _, t := range s.restToolsFor(identity{}, nil) {
 		result := t.Result
 		if result == nil {
 			result = map[string]any{"type": "object"}

@@ -70,9 +70,20 @@ func (s *Server) restRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /openapi.json", s.protectWith(writeRESTError, http.HandlerFunc(s.openAPI)))
 }
 
-func (s *Server) restToolList() []restToolInfo {
+// restToolList lists the tools the request's caller may use (its key's
+// scopes, the X-MCP-Toolsets header), as tools/list does.
+func (s *Server) restToolList(r *http.Request) []restToolInfo {
+	return s.restToolsFor(identityFrom(r.Context()), r.Header)
+}
+
+// restToolsFor lists the tools caller id may use with header h; the
+// identity without a key, and no header, list every tool offered.
+func (s *Server) restToolsFor(id identity, h http.Header) []restToolInfo {
 	out := make([]restToolInfo, 0, len(s.tools.defs))
 	for _, d := range s.tools.defs {
+		if toolAccess(id, h, d) != nil {
+			continue
+		}
 		out = append(out, restToolInfo{Name: d.tool.Name, Title: d.tool.Title, Description: d.tool.Description,
 			Parameters: d.tool.InputSchema, Result: s.outputSchema(d.tool.Name)})
 	}
@@ -82,7 +93,7 @@ func (s *Server) restToolList() []restToolInfo {
 func (s *Server) restListTools(w http.ResponseWriter, r *http.Request) {
 	// Tools change only with the server's configuration.
 	w.Header().Set("Cache-Control", "private, max-age=300")
-	writeJSON(w, http.StatusOK, restTools{Tools: s.restToolList()})
+	writeJSON(w, http.StatusOK, restTools{Tools: s.restToolList(r)})
 }
 
 func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +134,7 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 		writeRESTError(w, r, err)
 		return
 	}
-	holder := &pendingCall{}
+	holder := &pendingCall{header: r.Header}
 	hid := s.pending.add(holder)
 	defer s.pending.remove(hid)
 	meta := mcp.Meta{restCallMeta: hid}

@@ -113,7 +113,11 @@ func (s *Server) newMCPServer(transport string, id identity) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SetCacheable: setCacheable,
 	})
-	m.AddReceivingMiddleware(s.toolMiddleware(transport, id))
+	// Added first, so that it runs inside the tool middleware: a call
+	// answered for its over-size message is limited, logged, counted and
+	// audited as any other.
+	m.AddReceivingMiddleware(oversizeMiddleware)
+	m.AddReceivingMiddleware(s.toolMiddleware(transport, id), s.toolListMiddleware(id))
 	for _, d := range s.tools.defs {
 		d.add(m)
 	}

@@ -53,6 +53,11 @@ func buildHarness(t testing.TB, tweak func(*config.Config), deps func(*Deps), de
 	cfg := config.Default()
 	cfg.SearXNGURL = fake.URL
 	cfg.RateLimit = config.RateLimit{PerMinute: 6000, Burst: 1000}
+	// The write tools' own lower defaults would limit tests that call them
+	// often; their defaults are config's to test.
+	for tool := range config.WriteToolRateLimits {
+		delete(cfg.RateLimits, tool)
+	}
 	cfg.WebSearchMaxResults = 10
 	if tweak != nil {
 		tweak(&cfg)
@@ -335,7 +340,7 @@ func TestDisabledToolIsNotListed(t *testing.T) {
 func TestPanicBecomesToolError(t *testing.T) {
 	c := &call{Tool: "web_search"}
 	ctx := withCall(context.Background(), c)
-	h := typed(slog.New(slog.DiscardHandler), "", func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
+	h := typed(slog.New(slog.DiscardHandler), "", resultCap{limit: 64 << 10, log: slog.New(slog.DiscardHandler)}, func(context.Context, WebSearchInput) (*mcp.CallToolResult, WebSearchOutput, error) {
 		panic("boom")
 	})
 	_, _, err := h(ctx, nil, WebSearchInput{Query: "q"})
@@ -411,12 +416,18 @@ func TestCleanMessages(t *testing.T) {
 // newFullHarness returns a harness offering every tool of the catalogue,
 // so that the golden schemas and the README's reference list each one
 // without this harness knowing them. Its document store, whose embedder
-// the search_docs schema describes, points at a port where nothing
-// listens: listing tools needs no database.
-func newFullHarness(t *testing.T) *harness {
+// the search_docs schema describes (emb, or the default local one when
+// nil), points at a port where nothing listens: listing tools needs no
+// database.
+func newFullHarness(t *testing.T, emb embed.Embedder) *harness {
 	t.Helper()
 	h := buildHarness(t, nil, func(d *Deps) {
-		setDocs(t, d, "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1")
+		const nowhere = "postgres://mcpsearch@127.0.0.1:1/none?connect_timeout=1"
+		if emb == nil {
+			setDocs(t, d, nowhere)
+			return
+		}
+		setDocsOn(t, d, nowhere, emb, docs.IngestOptions{})
 	}, true)
 	if got, want := len(h.srv.tools.defs), len(ToolNames()); got != want {
 		t.Fatalf("the full harness offers %d tools, mcpsearch has %d", got, want)

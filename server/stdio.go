@@ -85,8 +85,13 @@ func (p *stdioPipe) pump(r io.Reader) {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, errLineTooLong) {
-				p.reply(nil, -32600, fmt.Sprintf("Invalid Request: message larger than %d MB", maxStdioLine>>20))
+			var long *lineTooLong
+			if errors.As(err, &long) {
+				if long.call == nil {
+					p.reply(nil, -32600, fmt.Sprintf("Invalid Request: message larger than %d MB", maxStdioLine>>20))
+				} else if ferr := p.forward(long.call); ferr != nil {
+					break
+				}
 				continue
 			}
 			break
@@ -96,23 +101,40 @@ func (p *stdioPipe) pump(r io.Reader) {
 	p.toSDK.Close()
 }
 
-var errLineTooLong = errors.New("line too long")
+// lineTooLong reports a line over the limit. call is the stand-in call
+// of an over-size tools/call (see oversize.go), nil for any other line.
+type lineTooLong struct {
+	call []byte
+}
+
+func (e *lineTooLong) Error() string { return "line too long" }
 
 // readLine returns the next line without its newline. A line longer than
-// limit is skipped and reported as errLineTooLong.
+// limit is not kept: it is read through a scan to its end and reported as
+// a *lineTooLong.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(line)+len(chunk) > limit {
+			sc := newMessageScan(maxScannedMessage)
+			_, _ = sc.Write(line)
 			line = nil
+			// The scan gives up past its bound; the line is still read
+			// to its end.
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
+				_, _ = sc.Write(chunk)
+				chunk, err = br.ReadSlice('\n')
 			}
+			_, _ = sc.Write(bytes.TrimRight(chunk, "\r\n"))
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, err
 			}
-			return nil, errLineTooLong
+			long := &lineTooLong{}
+			if c, ok := sc.end(); ok {
+				long.call, _ = c.message()
+			}
+			return nil, long
 		}
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {

@@ -45,6 +45,43 @@ func ToolReference(tools []*mcp.Tool) string {
 	return b.String()
 }
 
+// ToolDifferences renders, for each tool whose text in other differs from
+// base (the same tools described for another configuration), a section
+// named after it and variant, saying intro and then the description and
+// parameters as other has them.
+func ToolDifferences(base, other []*mcp.Tool, variant, intro string) string {
+	var b strings.Builder
+	for _, o := range other {
+		i := slices.IndexFunc(base, func(t *mcp.Tool) bool { return t.Name == o.Name })
+		if i < 0 {
+			continue
+		}
+		t := base[i]
+		in, oin := schemaOf(t.InputSchema), schemaOf(o.InputSchema)
+		var params []string
+		for _, name := range requiredFirst(oin) {
+			if p, ok := in.Properties[name]; !ok || p.Description != oin.Properties[name].Description {
+				params = append(params, name)
+			}
+		}
+		if o.Description == t.Description && len(params) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### `%s` %s\n\n%s\n\n", o.Name, variant, intro)
+		if o.Description != t.Description {
+			fmt.Fprintf(&b, "%s\n\n", o.Description)
+		}
+		if len(params) > 0 {
+			b.WriteString("| parameter | description |\n|---|---|\n")
+			for _, name := range params {
+				fmt.Fprintf(&b, "| `%s` | %s |\n", name, strings.ReplaceAll(oin.Properties[name].Description, "|", "\\|"))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
 // schema is the part of a JSON Schema the reference shows.
 type schema struct {
 	Type        any                `json:"type"`

@@ -28,6 +28,12 @@ type Deps struct {
 	Fetch PageFetcher
 	// Docs serves the documents tools, resources and upload API.
 	Docs Documents
+	// Jobs adds documents as jobs (add_document, the upload API) and
+	// reads and cancels them; nil offers no job tool.
+	Jobs Jobs
+	// Sources crawls sites and syncs sources; nil offers no crawl and no
+	// sources tool.
+	Sources Sources
 	// Ingest processes uploads into Docs; it is needed when Docs is set.
 	Ingest Uploads
 	// APIKeys are the keys accepted on the HTTP surfaces; none means no
@@ -53,6 +59,14 @@ func catalogue() []declared {
 		listFilesTool(),
 		listConversationsTool(),
 		getChunkTool(),
+		addDocumentTool(),
+		getJobTool(),
+		listJobsTool(),
+		cancelJobTool(),
+		deleteDocumentTool(),
+		listSourcesTool(),
+		syncSourceTool(),
+		deleteSourceTool(),
 	}
 }
 
@@ -69,12 +83,18 @@ type tool[H any, In scoped, Out any] struct {
 	// its setting on). H is built either way, so that a tool can be
 	// described where it is not offered.
 	handler func(e toolEnv) (H, bool)
+	// describe adapts the definition's text to H, as search_docs's to
+	// what the server's embedder can match; nil keeps def as it is.
+	describe func(h H, def *mcp.Tool)
 	// constrain publishes the input's limits (ranges, lengths, enums) in
 	// the schema inferred from In, so clients see them and the SDK enforces
 	// them before a handler runs. nil adds none.
 	constrain func(h H, sc *jsonschema.Schema)
 	// run answers one call: a method of H, as a method expression.
 	run func(h H, ctx context.Context, in In) (*mcp.CallToolResult, Out, error)
+	// more says how to get the rest of a result cut to the size limit
+	// (MCP_tool_result_max_kb), for the note that ends its text.
+	more string
 	// timeout reads the tool's own timeout setting; nil, or a result of 0,
 	// means MCP_tool_timeout_ms.
 	timeout func(c config.Config) time.Duration
@@ -84,6 +104,9 @@ type tool[H any, In scoped, Out any] struct {
 	// and ping checks it; "" for none.
 	probe string
 	ping  func(h H, ctx context.Context) error
+	// write marks a tool that changes documents: it needs a key that may
+	// write (scopes), and belongs to the docs_write toolset.
+	write bool
 }
 
 // declared is a tool declaration whatever its types.
@@ -114,6 +137,8 @@ type toolDef struct {
 	conversationOf func(args json.RawMessage) string
 	probe          string
 	ping           func(ctx context.Context) error
+	// write marks a tool that changes documents.
+	write bool
 }
 
 func (t tool[H, In, Out]) name() string          { return t.def.Name }
@@ -131,15 +156,19 @@ func (t tool[H, In, Out]) build(e toolEnv) toolDef {
 		t.constrain(h, sc)
 	}
 	def := *t.def
+	if t.describe != nil {
+		t.describe(h, &def)
+	}
 	def.InputSchema = sc
-	d := toolDef{tool: &def, offered: offered, timeout: e.cfg.ToolTimeout, probe: t.probe}
+	d := toolDef{tool: &def, offered: offered, timeout: e.cfg.ToolTimeout, probe: t.probe, write: t.write}
 	if t.timeout != nil {
 		if to := t.timeout(e.cfg); to > 0 {
 			d.timeout = to
 		}
 	}
 	handle := func(ctx context.Context, in In) (*mcp.CallToolResult, Out, error) { return t.run(h, ctx, in) }
-	d.add = func(m *mcp.Server) { mcp.AddTool(m, &def, typed(e.log, e.cfg.DefaultConversation, handle)) }
+	capped := resultCap{limit: newResultLimit(e.cfg), more: t.more, log: e.log}
+	d.add = func(m *mcp.Server) { mcp.AddTool(m, &def, typed(e.log, e.cfg.DefaultConversation, capped, handle)) }
 	d.conversationOf = func(args json.RawMessage) string { return conversationOf[In](args, e.cfg.DefaultConversation) }
 	if t.ping != nil {
 		d.ping = func(ctx context.Context) error { return t.ping(h, ctx) }

@@ -108,6 +108,7 @@ func webSearchTool() declared {
 		handler:   newWebSearch,
 		constrain: webSearch.constrain,
 		run:       webSearch.search,
+		more:      "ask for fewer results (max_results)",
 		timeout:   func(c config.Config) time.Duration { return c.WebSearchTimeout },
 		failures:  searchFailures(),
 		probe:     "searxng",
@@ -122,6 +123,7 @@ type webSearch struct {
 	// lookups counts cache hits and misses.
 	lookups    *prometheus.CounterVec
 	maxResults int
+	limit      resultLimit
 }
 
 func newWebSearch(e toolEnv) (webSearch, bool) {
@@ -130,6 +132,7 @@ func newWebSearch(e toolEnv) (webSearch, bool) {
 		cache:      ttlcache.New[string, *searxng.Response](e.cfg.WebSearchCacheSize, e.cfg.WebSearchCacheTTL),
 		lookups:    e.metrics.cache,
 		maxResults: e.cfg.WebSearchMaxResults,
+		limit:      newResultLimit(e.cfg),
 	}, e.deps.Search != nil && e.cfg.WebSearchEnabled
 }
 
@@ -185,8 +188,37 @@ func (w webSearch) search(ctx context.Context, in WebSearchInput) (*mcp.CallTool
 		}
 		w.cache.Put(key, resp)
 	}
-	out := webSearchOutput(req.Query, resp, max)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: webSearchText(out)}}}, out, nil
+	out, text := w.fit(webSearchOutput(req.Query, resp, max))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// fit keeps what of a search's answer fits the result size limit: the best
+// results first, then the answers, infoboxes, corrections, suggestions and
+// failed engines, each list cut at the first item that does not fit. The
+// text says how many results were left out.
+func (w webSearch) fit(all WebSearchOutput) (WebSearchOutput, string) {
+	if text := webSearchText(all); w.limit.fits(text, all) {
+		return all, text
+	}
+	out := WebSearchOutput{Query: all.Query, Results: []WebResult{}, Suggestions: []string{}}
+	render := func() (string, any) { return webSearchText(out), out }
+	out.Results = all.Results
+	keepFitting(w.limit, &out.Results, render)
+	out.Answers = all.Answers
+	keepFitting(w.limit, &out.Answers, render)
+	out.Infoboxes = all.Infoboxes
+	keepFitting(w.limit, &out.Infoboxes, render)
+	out.Corrections = all.Corrections
+	keepFitting(w.limit, &out.Corrections, render)
+	out.Suggestions = all.Suggestions
+	keepFitting(w.limit, &out.Suggestions, render)
+	out.UnresponsiveEngines = all.UnresponsiveEngines
+	keepFitting(w.limit, &out.UnresponsiveEngines, render)
+	text := webSearchText(out)
+	if left := len(all.Results) - len(out.Results); left > 0 {
+		text += "\n" + w.limit.note(fmt.Sprintf("%s left out; ask for fewer results (max_results)", plural(left, "more result")))
+	}
+	return out, text
 }
 
 // request turns in, whose ranges and enums the input schema has checked,

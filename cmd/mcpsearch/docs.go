@@ -28,6 +28,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
+	"github.com/mcpsearch/mcpsearch/sources"
 )
 
 // newEmbedder builds the configured embedder. A model2vec model that is
@@ -183,17 +184,31 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 }
 
 func runIngest(ctx context.Context, env *environment, args []string) error {
-	var conv string
+	var conv, syncDir, crawlURL string
 	var verbose bool
+	var cf crawlFlags
 	cfg, fs, err := loadConfig(env, "ingest", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&conv, "conversation", "", "conversation the files belong to (required)")
 		fs.BoolVar(&verbose, "verbose", false, "list every file ingested or already present, not only those skipped or failed")
+		fs.StringVar(&syncDir, "sync", "", "keep this folder in sync: read what is new or changed since the last sync, remove what was deleted")
+		fs.StringVar(&crawlURL, "crawl", "", "crawl the site from this URL (links, sitemap.xml, llms.txt) and keep it as a source to sync")
+		cf.register(fs)
 	})
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(conv) == "" || fs.NArg() == 0 {
-		return usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH|URL... (files, folders or http(s) URLs)")}
+	usage := usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH|URL... (files, folders or http(s) URLs), " +
+		"or --sync DIR, or --crawl URL [--max-pages N --max-depth N --scope prefix|host|domain --include GLOB --exclude GLOB]")}
+	switch {
+	case strings.TrimSpace(conv) == "":
+		return usage
+	case syncDir != "" || crawlURL != "":
+		if fs.NArg() > 0 || (syncDir != "" && crawlURL != "") {
+			return usage
+		}
+		return ingestSource(ctx, env, cfg, conv, syncDir, crawlURL, cf.options(), verbose)
+	case fs.NArg() == 0:
+		return usage
 	}
 	var urls, local []string
 	for _, a := range fs.Args() {
@@ -253,6 +268,20 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		err = fmt.Errorf("record the ingestion job: %w", serr)
 	}
 	return err
+}
+
+// ingestSource syncs folder dir, or crawls the site at start, into conv
+// as a source.
+func ingestSource(ctx context.Context, env *environment, cfg config.Config, conv, dir, start string, opts sources.CrawlOptions, verbose bool) error {
+	s, closeRun, err := openSyncRun(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeRun()
+	if dir != "" {
+		return s.syncFolder(ctx, conv, dir, verbose)
+	}
+	return s.crawlSite(ctx, conv, start, opts)
 }
 
 // skip is a file or folder that ingest leaves out, and why.
@@ -385,6 +414,13 @@ func megabytes(n int64) string {
 // many small files goes as fast as a few large ones; an interrupted run
 // stored whole files only, and a second run skips them as already present.
 func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv, jobID string, paths []string, skips []skip, cfg config.Config, verbose bool) (jobs.Outcome, error) {
+	return ingestFilesWith(ctx, env, in, conv, jobID, paths, skips, cfg, verbose, nil)
+}
+
+// ingestFilesWith is ingestFiles calling stored, when not nil, with each
+// local file stored (ready, failed in processing, or already present).
+func ingestFilesWith(ctx context.Context, env *environment, in *docs.Ingester, conv, jobID string, paths []string, skips []skip, cfg config.Config, verbose bool,
+	stored func(path string, f docs.File)) (jobs.Outcome, error) {
 	var out jobs.Outcome
 	var outMu sync.Mutex
 	record := func(name string, f docs.File, err error) {
@@ -436,6 +472,9 @@ func ingestFiles(ctx context.Context, env *environment, in *docs.Ingester, conv,
 		// from its row.
 		if !errors.Is(err, docs.ErrProcessing) {
 			record(u.Path, f, err)
+		}
+		if stored != nil && f.ID != "" && (err == nil || errors.Is(err, docs.ErrProcessing)) {
+			stored(u.Path, f)
 		}
 	})
 	if err != nil && ctx.Err() == nil {

@@ -42,6 +42,7 @@ func commands() []command {
 		{"serve", "serve MCP over stdio, SSE or streamable HTTP", runServe},
 		{"migrate", "create or update the database schema (safe to re-run)", runMigrate},
 		{"ingest", "add files, folders or URLs to a conversation: ingest --conversation ID PATH|URL...", runIngest},
+		{"sync", "sync a conversation's sites and folders: sync --conversation ID [--source ID]", runSync},
 		{"delete", "delete a whole conversation's files: delete --conversation ID", runDelete},
 		{"reembed", "move every stored chunk to the configured embedding model", runReembed},
 		{"index", "build the vector index over the chunks stored since its last build", runIndex},
@@ -214,9 +215,20 @@ func helpFor(name string) commandHelp {
 				"skipped and listed. Files named on the command line are always tried. An http(s) URL is fetched\n" +
 				"with fetch_url's client and address rules and kept with the URL as its source.",
 			examples: []string{"mcpsearch ingest --conversation handbook ./handbook release-notes.pdf",
-				"mcpsearch ingest --conversation research https://go.dev/doc/effective_go"},
+				"mcpsearch ingest --conversation research https://go.dev/doc/effective_go",
+				"mcpsearch ingest --conversation notes --sync ~/notes",
+				"mcpsearch ingest --conversation pgdocs --crawl https://www.postgresql.org/docs/17/ --max-pages 2000"},
 			settings: join(databaseSettings, embedSettings, pipelineSettings, fetchSettings, []string{"log-format"}),
 			args:     true,
+		}
+	case "sync":
+		return commandHelp{
+			usage: "mcpsearch sync --conversation ID [--source SOURCE_ID] [flags]",
+			about: "Sync a conversation's sources: every site crawled with ingest --crawl is crawled again with conditional\n" +
+				"requests (only changed pages are read and embedded again, pages gone are removed, new ones added), and\n" +
+				"every folder ingested with ingest --sync that is on this machine is synced by size, time and content.",
+			examples: []string{"mcpsearch sync --conversation handbook", "mcpsearch sync --conversation handbook --source SOURCE_ID"},
+			settings: join(databaseSettings, embedSettings, pipelineSettings, fetchSettings, []string{"log-format"}),
 		}
 	case "delete":
 		return commandHelp{

@@ -16,12 +16,15 @@ import (
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/ratelimit"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/server"
+	"github.com/mcpsearch/mcpsearch/sources"
 )
 
 // loadConfig reads the environment, then the command's flags, and
@@ -53,6 +56,9 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	if limit, set := setMemoryLimit(env.environ, cfg.Workers); set {
+		log.Info("memory limit", "soft_limit_mib", limit>>20, "set_by", "default (GOMEMLIMIT overrides it)")
+	}
 	srv, stop, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -150,6 +156,38 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 			}
 			closers = append(closers, func() { in.Close() })
 			deps.Docs, deps.Ingest = st, in
+			// Jobs: what an agent or an upload adds, followed, resumed by
+			// any replica, cancelled. Closed before the ingester.
+			opts := jobs.Options{
+				Workers:      cfg.Workers,
+				Lease:        time.Duration(cfg.JobLeaseSeconds) * time.Second,
+				FetchTimeout: cfg.FetchURLTimeout,
+				Fetch:        fetcherOf(deps.Fetch),
+				Unpack:       jobs.ArchiveUnpacker{Limits: extract.Limits{MaxBytes: cfg.MaxFileBytes}, MaxFileBytes: cfg.MaxFileBytes},
+				Logger:       log,
+			}
+			// Sites are crawled and synced through fetch_url's client.
+			var syncer *sources.Syncer
+			if fc, ok := deps.Fetch.(*fetch.Client); ok {
+				syncer = sources.NewSyncer(sources.NewStore(st), fc, crawlBase(cfg), log)
+				opts.Kinds = syncer.Kinds()
+			}
+			runner := jobs.NewRunner(jobs.NewStore(st), in, opts)
+			closers = append(closers, runner.Close)
+			deps.Jobs = runner
+			if syncer != nil {
+				svc := sources.NewService(syncer, runner)
+				deps.Sources = svc
+				if cfg.SyncInterval > 0 {
+					sctx, stopSync := context.WithCancel(context.Background())
+					synced := make(chan struct{})
+					go func() {
+						defer close(synced)
+						svc.SyncEvery(sctx, cfg.SyncInterval, min(cfg.SyncInterval, time.Minute))
+					}()
+					closers = append(closers, func() { stopSync(); <-synced })
+				}
+			}
 		}
 	}
 	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
@@ -253,6 +291,15 @@ func checkMigrated(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) er
 		return nil
 	}
 	return fmt.Errorf("DATABASE_URL: %w", err)
+}
+
+// fetcherOf is the jobs' downloader: the fetch_url client, or none when
+// fetching is off.
+func fetcherOf(f server.PageFetcher) jobs.Fetcher {
+	if f == nil {
+		return nil
+	}
+	return f
 }
 
 // newFetcher builds the page reader of fetch_url and ingestion by URL.

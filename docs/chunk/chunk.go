@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpsearch/mcpsearch/docs/extract"
 )
@@ -111,7 +112,7 @@ func Split(doc *extract.Document, o Options) []Chunk {
 		return nil
 	}
 	o = o.normalised()
-	s := splitter{runes: []rune(doc.Text), pages: doc.Pages, opts: o}
+	s := splitter{runes: newRuneText(doc.Text), pages: doc.Pages, opts: o}
 	s.boundaries(doc.Spans)
 	chunks := s.split()
 	if len(doc.Spans) > 0 {
@@ -123,7 +124,7 @@ func Split(doc *extract.Document, o Options) []Chunk {
 }
 
 type splitter struct {
-	runes []rune
+	runes *runeText
 	pages []extract.Page
 	opts  Options
 	// ends are the offsets where a page or a span ends, sorted; starts the
@@ -150,7 +151,7 @@ func (s *splitter) boundaries(spans []extract.Span) {
 }
 
 func (s *splitter) split() []Chunk {
-	n := len(s.runes)
+	n := s.runes.n
 	chunks := make([]Chunk, 0, n/(s.opts.Size-s.opts.Overlap)+1)
 	start := s.skipSpace(0, n)
 	prevCut, prevEnd := 0, 0
@@ -162,7 +163,7 @@ func (s *splitter) split() []Chunk {
 			cut = b
 		}
 		end := cut
-		for end > start && isSpace(s.runes[end-1]) {
+		for end > start && isSpace(s.runes.at(end-1)) {
 			end--
 		}
 		// A chunk that ends where the previous one did (only white space
@@ -172,7 +173,7 @@ func (s *splitter) split() []Chunk {
 			first, last := s.pageNumber(start), s.pageNumber(end-1)
 			chunks = append(chunks, Chunk{
 				Ordinal:   len(chunks),
-				Content:   string(s.runes[start:end]),
+				Content:   s.runes.slice(start, end),
 				Page:      first,
 				PageStart: first,
 				PageEnd:   last,
@@ -205,14 +206,14 @@ func (s *splitter) findCut(start, prevCut int) int {
 	// left; sentence and word ends are remembered in case there is none.
 	sentence, space := 0, 0
 	for p := limit; p > low; p-- {
-		r := s.runes[p-1]
-		if r == '\n' && s.runes[p-2] == '\n' {
+		r := s.runes.at(p - 1)
+		if r == '\n' && s.runes.at(p-2) == '\n' {
 			return p
 		}
 		if sentence == 0 && s.isSentenceEnd(p) {
 			sentence = p
 		}
-		if space == 0 && (isSpace(s.runes[p]) || isSpace(r)) {
+		if space == 0 && (isSpace(s.runes.at(p)) || isSpace(r)) {
 			space = p
 		}
 	}
@@ -249,12 +250,12 @@ func (s *splitter) firstBreak(start, high int) int {
 // space. CJK full stops need no space after them.
 func (s *splitter) isSentenceEnd(p int) bool {
 	q := p - 1
-	for q > 0 && isCloser(s.runes[q]) {
+	for q > 0 && isCloser(s.runes.at(q)) {
 		q--
 	}
-	switch s.runes[q] {
+	switch s.runes.at(q) {
 	case '.', '!', '?', '…':
-		return isSpace(s.runes[p])
+		return isSpace(s.runes.at(p))
 	case '。', '！', '？':
 		return true
 	}
@@ -283,13 +284,13 @@ func (s *splitter) nextStart(start, cut int) int {
 	if p >= cut {
 		return cut
 	}
-	if !isSpace(s.runes[p-1]) {
+	if !isSpace(s.runes.at(p - 1)) {
 		// Inside a word: its rest belongs to the previous chunk only.
-		for p < cut && !isSpace(s.runes[p]) {
+		for p < cut && !isSpace(s.runes.at(p)) {
 			p++
 		}
 	}
-	for p < cut && isSpace(s.runes[p]) {
+	for p < cut && isSpace(s.runes.at(p)) {
 		p++
 	}
 	return p
@@ -330,7 +331,7 @@ func (s *splitter) pageStart(pos int) int {
 }
 
 func (s *splitter) skipSpace(p, n int) int {
-	for p < n && isSpace(s.runes[p]) {
+	for p < n && isSpace(s.runes.at(p)) {
 		p++
 	}
 	return p
@@ -341,4 +342,88 @@ func isSpace(r rune) bool {
 		return r == ' ' || r == '\n' || r == '\t' || r == '\r' || r == '\f' || r == '\v'
 	}
 	return unicode.IsSpace(r)
+}
+
+// runeText gives the runes of a text by their index without a []rune of the
+// whole text, which takes four bytes a character: ASCII text is indexed as
+// it is, other text through a cursor that steps from the rune read last,
+// with a mark every markEvery runes for longer moves. The splitter reads
+// the text in runs, forward and back, so that steps are few.
+type runeText struct {
+	s     string
+	n     int
+	ascii bool
+	// marks holds the byte offset of every markEvery-th rune.
+	marks []int
+	// pos and off are the cursor: a rune index and its byte offset.
+	pos, off int
+}
+
+const markEvery = 256
+
+func newRuneText(s string) *runeText {
+	if !utf8.ValidString(s) {
+		// Each invalid byte is a rune of its own, U+FFFD, as in a []rune.
+		s = string([]rune(s))
+	}
+	t := &runeText{s: s, ascii: true}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			t.ascii = false
+			break
+		}
+	}
+	if t.ascii {
+		t.n = len(s)
+		return t
+	}
+	for off := 0; off < len(s); t.n++ {
+		if t.n%markEvery == 0 {
+			t.marks = append(t.marks, off)
+		}
+		_, size := utf8.DecodeRuneInString(s[off:])
+		off += size
+	}
+	return t
+}
+
+// seek moves the cursor to rune p, 0 <= p <= n.
+func (t *runeText) seek(p int) {
+	if d := p - t.pos; d > markEvery || d < -markEvery {
+		k := min(p/markEvery, len(t.marks)-1)
+		t.pos, t.off = k*markEvery, t.marks[k]
+	}
+	for t.pos < p {
+		_, size := utf8.DecodeRuneInString(t.s[t.off:])
+		t.pos, t.off = t.pos+1, t.off+size
+	}
+	for t.pos > p {
+		_, size := utf8.DecodeLastRuneInString(t.s[:t.off])
+		t.pos, t.off = t.pos-1, t.off-size
+	}
+}
+
+// at returns rune p, 0 <= p < n.
+func (t *runeText) at(p int) rune {
+	if t.ascii {
+		return rune(t.s[p])
+	}
+	t.seek(p)
+	r, _ := utf8.DecodeRuneInString(t.s[t.off:])
+	return r
+}
+
+// offset returns the byte offset of rune p, 0 <= p <= n.
+func (t *runeText) offset(p int) int {
+	if t.ascii {
+		return p
+	}
+	t.seek(p)
+	return t.off
+}
+
+// slice returns the runes [start, end) as a part of the text, not a copy.
+func (t *runeText) slice(start, end int) string {
+	from := t.offset(start)
+	return t.s[from:t.offset(end)]
 }

@@ -367,7 +367,8 @@ func FuzzSplit(f *testing.F) {
 	})
 }
 
-// BenchmarkSplit reports throughput on prose-like text with paragraphs.
+// BenchmarkSplit reports throughput on prose-like text with paragraphs, in
+// ASCII and with accented letters.
 func BenchmarkSplit(b *testing.B) {
 	var sb strings.Builder
 	for sb.Len() < 4<<20 {
@@ -377,9 +378,59 @@ func BenchmarkSplit(b *testing.B) {
 		}
 		sb.WriteString("\n\n")
 	}
-	doc := textDoc(sb.String())
-	b.SetBytes(int64(len(doc.Text)))
-	for b.Loop() {
-		Split(doc, DefaultOptions())
+	for _, c := range []struct{ name, text string }{
+		{"ascii", sb.String()},
+		{"accents", strings.ReplaceAll(sb.String(), "e", "é")},
+	} {
+		doc := textDoc(c.text)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc.Text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				Split(doc, DefaultOptions())
+			}
+		})
+	}
+}
+
+// TestRuneText checks the rune index against a []rune of the same text,
+// in random jumps and steps both ways, on ASCII text, text of several
+// scripts and text with invalid bytes.
+func TestRuneText(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, text := range []string{
+		strings.Repeat("plain ascii text. ", 500),
+		strings.Repeat("Grüße, 日本語の文章 and ascii. ", 400),
+		"a\xffb\xc3c" + strings.Repeat("é", 1000) + "\xe6\x97",
+		"",
+	} {
+		rt := newRuneText(text)
+		runes := []rune(text)
+		if rt.n != len(runes) {
+			t.Fatalf("%d runes, want %d", rt.n, len(runes))
+		}
+		if len(runes) == 0 {
+			continue
+		}
+		p := 0
+		for range 20000 {
+			switch r.IntN(4) {
+			case 0:
+				p = r.IntN(len(runes))
+			case 1:
+				p = min(p+1, len(runes)-1)
+			case 2:
+				p = max(p-1, 0)
+			default:
+				p = min(p+r.IntN(2*markEvery), len(runes)-1)
+			}
+			if got := rt.at(p); got != runes[p] {
+				t.Fatalf("rune %d: %q, want %q", p, got, runes[p])
+			}
+			end := min(p+r.IntN(3*markEvery), len(runes))
+			if got := rt.slice(p, end); got != string(runes[p:end]) {
+				t.Fatalf("runes [%d,%d): %q, want %q", p, end, got, string(runes[p:end]))
+			}
+		}
 	}
 }

@@ -234,7 +234,7 @@ func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (doc 
 	case MIMEPDF:
 		doc, err = l.extractPDF(ctx, data)
 	case MIMEHTML:
-		doc, err = extractHTML(data)
+		doc, err = l.extractHTML(ctx, data)
 	case MIMECSV, MIMETSV:
 		doc, err = l.extractDelimited(ctx, mt, data)
 	case MIMERTF:

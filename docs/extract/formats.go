@@ -61,7 +61,7 @@ func (l Limits) extractContainer(ctx context.Context, data []byte) (*Document, e
 	case MIMEPPTX:
 		d, err = ooxml.ReadPPTX(ctx, a, opts)
 	case MIMEXLSX:
-		d, err = ooxml.ReadXLSX(ctx, a, data, opts)
+		d, err = ooxml.ReadXLSX(ctx, a, opts)
 	case MIMEODT, MIMEODP, MIMEODS:
 		d, err = odf.Read(ctx, a, opts)
 	case MIMEEPUB:

@@ -1,11 +1,15 @@
 package extract
 
 import (
-	"fmt"
+	"bytes"
+	"context"
+	"io"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
+	"golang.org/x/text/transform"
 
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/htmltext"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/textdoc"
@@ -15,16 +19,15 @@ import (
 // the body with one paragraph per block element. Scripts, styles, templates,
 // hidden elements and the rest of <head> are skipped; entities are decoded and
 // runs of blank space collapse to one space. Each heading (h1 to h6) starts
-// a span holding its heading path.
-func extractHTML(data []byte) (*Document, error) {
-	root, err := html.Parse(strings.NewReader(cleanText(decodeHTML(data))))
+// a span holding its heading path. The page is read token by token, its text
+// bounded by the text limit as it is written.
+func (l Limits) extractHTML(ctx context.Context, data []byte) (*Document, error) {
+	page, err := htmltext.Read(ctx, htmlReader(data), htmltext.Options{MaxTextBytes: l.maxText(), WithTitle: true})
 	if err != nil {
-		// html.Parse only fails when its reader does; keep the contract anyway.
-		return nil, fmt.Errorf("%w: html: %v", ErrCorrupt, err)
+		return nil, err
 	}
-	text, headings := htmltext.TextWithTitle(root)
-	doc := singleDocument(text)
-	doc.Spans = headingSpans(headings, runeCount(text), nil)
+	doc := singleDocument(page.Text)
+	doc.Spans = headingSpans(page.Headings, doc.Pages[0].End, nil)
 	return doc, nil
 }
 
@@ -60,20 +63,20 @@ func HTMLTitle(n *html.Node) string {
 	return htmltext.Title(n)
 }
 
-// decodeHTML honours the encoding a page declares (byte order mark or
-// <meta charset>), such as Shift_JIS or KOI8-R, and otherwise decodes like
-// plain text.
-func decodeHTML(data []byte) string {
+// htmlReader returns the page data as UTF-8, honouring the encoding it
+// declares (byte order mark or <meta charset>), such as Shift_JIS or
+// KOI8-R, and otherwise decoding it like plain text. Valid UTF-8 is read
+// in place, without a copy.
+func htmlReader(data []byte) io.Reader {
 	enc, name, _ := charset.DetermineEncoding(data, "text/html")
 	switch name {
 	case "utf-8", "windows-1252", "":
 		// DetermineEncoding falls back to these by guessing; decodeBytes
 		// guesses better for UTF-8 with a few damaged bytes.
-		return decodeBytes(data)
+		if b := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")); utf8.Valid(b) {
+			return bytes.NewReader(b)
+		}
+		return strings.NewReader(decodeBytes(data))
 	}
-	out, err := enc.NewDecoder().Bytes(data)
-	if err != nil {
-		return decodeBytes(data)
-	}
-	return strings.ToValidUTF8(string(out), "\uFFFD")
+	return transform.NewReader(bytes.NewReader(data), enc.NewDecoder())
 }

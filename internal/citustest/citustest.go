@@ -41,6 +41,10 @@ type Plan struct {
 	// Subplans counts the subplans computed before the statement: each one
 	// a round of the coordinator's before the statement's own tasks run.
 	Subplans int
+	// Local names the relations the coordinator scans itself, outside
+	// every distributed step: tables Citus does not know (neither
+	// distributed nor reference tables) and catalogs.
+	Local []string
 	// JSON is the whole plan as EXPLAIN (FORMAT JSON) gave it.
 	JSON string
 }
@@ -131,7 +135,8 @@ func ParsePlan(js string) (Plan, error) {
 }
 
 // walk collects the jobs and subplans of every "Distributed Query" in v,
-// subplans first, as Citus runs them.
+// subplans first, as Citus runs them, and the relations scanned outside
+// them.
 func walk(v any, p *Plan) {
 	switch v := v.(type) {
 	case []any:
@@ -148,6 +153,9 @@ func walk(v any, p *Plan) {
 				p.Jobs = append(p.Jobs, readJob(job))
 			}
 			return
+		}
+		if rel, ok := v["Relation Name"].(string); ok {
+			p.Local = append(p.Local, rel)
 		}
 		for _, e := range v {
 			walk(e, p)

@@ -14,11 +14,12 @@ func TestParsePlan(t *testing.T) {
 		subplans  int
 		routed    bool
 		unplanned int
+		local     []string
 	}{
 		{
 			name: "one task",
 			js: `[{"Plan": {"Node Type": "Custom Scan", "Distributed Query": {"Job": {"Task Count": 1, "Tasks": [
-				{"Node": "host=10.0.0.2 port=5432 dbname=db", "Remote Plan": [[{"Plan": {"Node Type": "Index Scan"}}]]}]}}}}]`,
+				{"Node": "host=10.0.0.2 port=5432 dbname=db", "Remote Plan": [[{"Plan": {"Node Type": "Index Scan", "Relation Name": "files_102008"}}]]}]}}}}]`,
 			tasks: 1, nodes: []string{"10.0.0.2:5432"}, routed: true,
 		},
 		{
@@ -49,6 +50,13 @@ func TestParsePlan(t *testing.T) {
 			js:    `[{"Plan": {"Node Type": "Result"}}]`,
 			tasks: 0,
 		},
+		{
+			name: "a table Citus does not know, joined on the coordinator",
+			js: `[{"Plan": {"Node Type": "Nested Loop", "Plans": [
+				{"Node Type": "Seq Scan", "Relation Name": "schema_migrations"},
+				{"Node Type": "Index Scan", "Relation Name": "pg_extension"}]}}]`,
+			tasks: 0, local: []string{"pg_extension", "schema_migrations"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +82,10 @@ func TestParsePlan(t *testing.T) {
 			}
 			if unplanned != tt.unplanned {
 				t.Errorf("unplanned tasks %d, want %d", unplanned, tt.unplanned)
+			}
+			local := slices.Sorted(slices.Values(p.Local))
+			if !slices.Equal(local, tt.local) {
+				t.Errorf("Local = %v, want %v", local, tt.local)
 			}
 		})
 	}

@@ -78,54 +78,103 @@ func TestDistributedSchema(t *testing.T) {
 	t.Run("foreign keys", func(t *testing.T) { checkForeignKeys(ctx, t, pool) })
 }
 
+// tables says where each table mcpsearch migrate creates lives on a Citus
+// cluster: "distributed by" its column, "reference" (a copy on every node)
+// or "coordinator", for the tables that stay there by design, whose reason
+// onCoordinator gives.
+var tables = map[string]string{
+	"files":               "distributed by conversation_id",
+	"chunks":              "distributed by conversation_id",
+	"file_bytes":          "distributed by conversation_id",
+	"conversation_stats":  "distributed by conversation_id",
+	"conversation_models": "distributed by conversation_id",
+	"keyword_removals":    "distributed by conversation_id",
+	"conversation_purges": "distributed by conversation_id",
+	"jobs":                "distributed by conversation_id",
+	"vector_indexes":      "reference",
+	"conversation_keys":   "reference",
+	"chat_mcp_tool_calls": "distributed by id",
+	"schema_migrations":   "coordinator",
+	"rate_limit_buckets":  "coordinator",
+}
+
+// onCoordinator gives the reason of each table tables keeps on the
+// coordinator.
+var onCoordinator = map[string]string{
+	"schema_migrations":  "mcpsearch migrate's record of the migrations applied; read by migrate alone",
+	"rate_limit_buckets": "the shared rate limits' buckets: one row each, one statement per tool call, which the coordinator receives anyway",
+}
+
 func checkTables(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
-	want := map[string]string{
-		"files":               "distributed by conversation_id",
-		"chunks":              "distributed by conversation_id",
-		"file_bytes":          "distributed by conversation_id",
-		"conversation_stats":  "distributed by conversation_id",
-		"conversation_models": "distributed by conversation_id",
-		"keyword_removals":    "distributed by conversation_id",
-		"conversation_purges": "distributed by conversation_id",
-		"vector_indexes":      "reference",
-		"chat_mcp_tool_calls": "distributed by id",
+	for _, p := range tableProblems(ctx, t, pool) {
+		t.Error(p)
 	}
-	rows, err := pool.Query(ctx, `
-		SELECT table_name::text, citus_table_type, distribution_column, colocation_id,
-		       colocation_id = (SELECT colocation_id FROM citus_tables WHERE table_name = 'files'::regclass)
-		FROM citus_tables`)
+	// A table a migration would add, left out of distribute.sql, is
+	// found.
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE left_out (conversation_id text PRIMARY KEY)`); err != nil {
+			return err
+		}
+		problems := tableProblems(ctx, t, tx)
+		if len(problems) != 1 || !strings.Contains(problems[0], "left_out") {
+			t.Errorf("with a table left out of distribute.sql: %q, want one problem naming it", problems)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+}
+
+// tableProblems compares every table of the schema, read from the catalog,
+// with tables, through pg_dist_partition, and returns what differs.
+func tableProblems(ctx context.Context, t *testing.T, db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) []string {
+	t.Helper()
+	rows, err := db.Query(ctx, `
+		SELECT c.relname::text,
+		       CASE WHEN p.logicalrelid IS NULL THEN 'coordinator'
+		            WHEN p.partmethod = 'h' THEN 'distributed by ' || column_to_column_name(p.logicalrelid, p.partkey)
+		            WHEN p.partmethod = 'n' AND p.repmodel = 't' THEN 'reference'
+		            ELSE 'a Citus local table' END,
+		       coalesce(p.colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'files'::regclass), false)
+		FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+		ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	var name, kind, column string
-	var colocation int
+	var problems []string
+	seen := map[string]bool{}
+	var name, kind string
 	var withFiles bool
-	if _, err := pgx.ForEachRow(rows, []any{&name, &kind, &column, &colocation, &withFiles}, func() error {
-		if kind == "reference" {
-			got[name] = kind
-		} else {
-			got[name] = kind + " by " + column
-		}
-		if column == "conversation_id" && !withFiles {
-			t.Errorf("%s is not co-located with files: a join of the two would leave the worker", name)
+	if _, err := pgx.ForEachRow(rows, []any{&name, &kind, &withFiles}, func() error {
+		seen[name] = true
+		want, ok := tables[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("table %s is %s and not known to this test: distribute it in migrations/citus/distribute.sql, "+
+				"or make it a reference table, and add it to tables (or, if it must stay on the coordinator, say why in onCoordinator)", name, kind))
+		case kind != want:
+			problems = append(problems, fmt.Sprintf("table %s is %s, want %s", name, kind, want))
+		case kind == "coordinator" && onCoordinator[name] == "":
+			problems = append(problems, fmt.Sprintf("table %s stays on the coordinator without a reason in onCoordinator", name))
+		case kind == "distributed by conversation_id" && !withFiles:
+			problems = append(problems, fmt.Sprintf("table %s is not co-located with files: a join of the two would leave the worker", name))
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for table, w := range want {
-		if got[table] != w {
-			t.Errorf("%s is %q, want %q", table, got[table], w)
+	for name := range tables {
+		if !seen[name] {
+			problems = append(problems, fmt.Sprintf("table %s is listed but migrate did not create it", name))
 		}
 	}
-	var local bool
-	if err := pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT FROM citus_tables WHERE table_name = 'schema_migrations'::regclass)`).Scan(&local); err != nil {
-		t.Fatal(err)
-	}
-	if !local {
-		t.Error("schema_migrations is a Citus table; it should stay on the coordinator")
-	}
+	return problems
 }
 
 // statement is a statement with its arguments.

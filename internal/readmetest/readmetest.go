@@ -4,6 +4,8 @@
 package readmetest
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -13,29 +15,49 @@ import (
 // <!-- name:begin --> and <!-- name:end --> with want, and fails t when
 // they differ, saying to run regenerate; with update it rewrites the
 // section instead.
+//
+// Each check holds a lock on the README while it reads and rewrites it,
+// and rewrites only its own section, so that test binaries run at once
+// (go test ./server ./config -run README -update) each keep the other's
+// section: one waits while the other reads and writes.
 func Check(t testing.TB, path, name, want string, update bool, regenerate string) {
 	t.Helper()
-	readme, err := os.ReadFile(path)
-	if err != nil {
+	if err := check(path, name, want, update, regenerate); err != nil {
 		t.Errorf("%v", err)
-		return
+	}
+}
+
+func check(path, name, want string, update bool, regenerate string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := lock(f); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	// Closing the file releases the lock.
+	readme, err := io.ReadAll(f)
+	if err != nil {
+		return err
 	}
 	begin, end := "<!-- "+name+":begin -->\n", "<!-- "+name+":end -->"
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Errorf("%s lacks the %q ... %q markers", path, begin, end)
-		return
+		return fmt.Errorf("%s lacks the %q ... %q markers", path, begin, end)
 	}
 	if got := s[i+len(begin) : j]; got == want {
-		return
+		return nil
 	}
 	if !update {
-		t.Errorf("the %s section of %s is stale; run %s\nwant:\n%s", name, path, regenerate, want)
-		return
+		return fmt.Errorf("the %s section of %s is stale; run %s\nwant:\n%s", name, path, regenerate, want)
 	}
+	// Rewritten in place, under the lock, so that the lock stays on the
+	// file every check opens.
 	s = s[:i+len(begin)] + want + s[j:]
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Errorf("%v", err)
+	if _, err := f.WriteAt([]byte(s), 0); err != nil {
+		return err
 	}
+	return f.Truncate(int64(len(s)))
 }

@@ -6,7 +6,7 @@
 --
 -- The documents tables are distributed by conversation_id and co-located:
 -- a conversation's files, chunks, bytes, counters, keyword removals,
--- purge and jobs live on one shard, so every statement about one conversation runs
+-- purge, jobs and sources live on one shard, so every statement about one conversation runs
 -- on one worker. Citus wants the distribution column in every primary key,
 -- unique constraint and foreign key, so files and chunks are keyed by
 -- (conversation_id, id). Ids stay unique on their own: they are random
@@ -35,6 +35,8 @@ SELECT create_distributed_table('conversation_models', 'conversation_id', coloca
 SELECT create_distributed_table('keyword_removals', 'conversation_id', colocate_with => 'files');
 SELECT create_distributed_table('conversation_purges', 'conversation_id', colocate_with => 'files');
 SELECT create_distributed_table('jobs', 'conversation_id', colocate_with => 'files');
+SELECT create_distributed_table('sources', 'conversation_id', colocate_with => 'files');
+SELECT create_distributed_table('source_pages', 'conversation_id', colocate_with => 'files');
 
 ALTER TABLE chunks ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;
 ALTER TABLE file_bytes ADD FOREIGN KEY (conversation_id, file_id) REFERENCES files (conversation_id, id) ON DELETE CASCADE;

@@ -283,6 +283,39 @@ func (a *Archive) CheckAll() error {
 	return nil
 }
 
+// WriteSubset writes to w a ZIP file of the entries names, copied as they
+// are stored, without inflating them: for handing a reader that inflates
+// every entry only the entries it needs. Names the archive lacks are left
+// out; the others are checked against the limits first.
+func (a *Archive) WriteSubset(w io.Writer, names []string) error {
+	zw := zip.NewWriter(w)
+	for _, name := range names {
+		f, ok := a.byName[normalise(name)]
+		if !ok {
+			continue
+		}
+		if err := a.check(f); err != nil {
+			return err
+		}
+		hdr := f.FileHeader
+		dst, err := zw.CreateRaw(&hdr)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", textdoc.ErrCorrupt, f.Name, err)
+		}
+		src, err := f.OpenRaw()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", textdoc.ErrCorrupt, f.Name, err)
+		}
+		if _, err := io.Copy(dst, src); err != nil {
+			return fmt.Errorf("%w: %s: %v", textdoc.ErrCorrupt, f.Name, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("%w: %v", textdoc.ErrCorrupt, err)
+	}
+	return nil
+}
+
 // Limit returns the bytes all entries read may inflate to.
 func (a *Archive) Limit() int64 {
 	return a.lim.MaxTotalBytes

@@ -5,7 +5,7 @@
 package epub
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,12 +19,11 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/archive"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/htmltext"
-	"github.com/mcpsearch/mcpsearch/docs/extract/internal/safetext"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/textdoc"
 	"github.com/mcpsearch/mcpsearch/docs/extract/internal/xmlsafe"
 )
 
-// maxChapter bounds one chapter's XHTML, which is parsed whole.
+// maxChapter bounds one chapter's XHTML, and the XML parts read whole.
 const maxChapter = 64 << 20
 
 // fontObfuscation names the encryption algorithms that only hide embedded
@@ -61,7 +60,7 @@ func Read(ctx context.Context, a *archive.Archive, opts textdoc.Options) (*textd
 	}
 	titles := map[string]string{}
 	if navPath != "" {
-		titles = navTitles(a, navPath)
+		titles = navTitles(ctx, a, navPath)
 	}
 	if len(titles) == 0 {
 		if ncx, ok := items[spine.A("toc")]; ok {
@@ -77,7 +76,7 @@ func Read(ctx context.Context, a *archive.Archive, opts textdoc.Options) (*textd
 		if !ok || !(strings.Contains(it.mediaType, "html") || strings.HasSuffix(it.href, "htm") || strings.HasSuffix(it.href, "html")) {
 			continue
 		}
-		if err := writeChapter(a, b, it.href, titles[it.href]); err != nil {
+		if err := writeChapter(ctx, a, b, it.href, titles[it.href], opts.MaxTextBytes); err != nil {
 			return nil, err
 		}
 		if err := b.Err(); err != nil {
@@ -144,70 +143,101 @@ func checkDRM(a *archive.Archive) error {
 }
 
 // navTitles reads the table of contents of an EPUB 3 navigation document:
-// the first title given to each chapter file.
-func navTitles(a *archive.Archive, nav string) map[string]string {
-	root, err := parseHTML(a, nav)
+// the first title given to each chapter file. The document is read token by
+// token.
+func navTitles(ctx context.Context, a *archive.Archive, nav string) map[string]string {
 	titles := map[string]string{}
+	r, done, err := openHTML(a, nav)
 	if err != nil {
 		return titles
 	}
-	var toc *html.Node
-	var find func(*html.Node)
-	find = func(n *html.Node) {
-		if toc != nil {
-			return
+	defer done()
+	z := html.NewTokenizer(r)
+	z.SetMaxBuf(htmltext.MaxToken)
+	// depth counts the <nav> elements open inside the table of contents;
+	// target is the chapter of the link being read, text its words.
+	depth := 0
+	var target string
+	var text strings.Builder
+	for n := 0; ; n++ {
+		if n&1023 == 0 && ctx.Err() != nil {
+			return titles
 		}
-		if n.Type == html.ElementNode && n.DataAtom == atom.Nav {
-			for _, at := range n.Attr {
-				if strings.HasSuffix(at.Key, "type") && strings.Contains(" "+at.Val+" ", " toc ") {
-					toc = n
-					return
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return titles
+		case html.StartTagToken:
+			name, hasAttr := z.TagName()
+			switch atom.Lookup(name) {
+			case atom.Nav:
+				if depth > 0 || hasAttr && attrHas(z, "type", "toc") {
+					depth++
+				}
+			case atom.A:
+				// A book has no more chapters than entries: more
+				// titles are no use.
+				if depth > 0 && hasAttr && len(titles) < archive.DefaultMaxEntries {
+					if href, ok := attr(z, "href"); ok {
+						target = archive.Resolve(nav, href)
+						text.Reset()
+					}
 				}
 			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			find(c)
-		}
-	}
-	find(root)
-	if toc == nil {
-		return titles
-	}
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.DataAtom == atom.A {
-			for _, at := range n.Attr {
-				if at.Key == "href" {
-					target := archive.Resolve(nav, at.Val)
-					if _, ok := titles[target]; !ok {
-						if t := strings.Join(strings.Fields(textOf(n)), " "); t != "" {
-							titles[target] = t
-						}
+		case html.TextToken:
+			if target != "" && text.Len() < maxTitleBytes {
+				text.Write(z.Text())
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			switch atom.Lookup(name) {
+			case atom.A:
+				if _, ok := titles[target]; !ok && target != "" {
+					if t := strings.Join(strings.Fields(text.String()), " "); t != "" {
+						titles[target] = t
+					}
+				}
+				target = ""
+			case atom.Nav:
+				if depth > 0 {
+					depth--
+					if depth == 0 {
+						return titles
 					}
 				}
 			}
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
 	}
-	walk(toc)
-	return titles
 }
 
-func textOf(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
+// maxTitleBytes bounds the text of a table of contents entry that is kept.
+const maxTitleBytes = 1 << 10
+
+// attrHas reports whether the tag z holds has an attribute whose name ends
+// with key and whose value holds the word word.
+func attrHas(z *html.Tokenizer, key, word string) bool {
+	for {
+		k, v, more := z.TagAttr()
+		if strings.HasSuffix(string(k), key) && strings.Contains(" "+string(v)+" ", " "+word+" ") {
+			return true
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
+		if !more {
+			return false
 		}
 	}
-	walk(n)
-	return b.String()
+}
+
+// attr returns the value of the attribute key of the tag z holds.
+func attr(z *html.Tokenizer, key string) (string, bool) {
+	for {
+		k, v, more := z.TagAttr()
+		if string(k) == key {
+			return string(v), true
+		}
+		if !more {
+			return "", false
+		}
+	}
 }
 
 // ncxTitles reads the table of contents of an EPUB 2 NCX file.
@@ -231,55 +261,62 @@ func ncxTitles(a *archive.Archive, ncx string) map[string]string {
 	return titles
 }
 
-// parseHTML parses a chapter, decoding the encoding it declares. Control
-// characters are dropped first, so that the text's offsets hold.
-func parseHTML(a *archive.Archive, name string) (*html.Node, error) {
+// openHTML opens a chapter, or the navigation document, for reading as
+// UTF-8, decoding the encoding it declares.
+func openHTML(a *archive.Archive, name string) (io.Reader, func(), error) {
 	if a.Size(name) > maxChapter {
-		return nil, fmt.Errorf("%w: %s inflates to more than %d bytes", textdoc.ErrTooLarge, name, maxChapter)
+		return nil, nil, fmt.Errorf("%w: %s inflates to more than %d bytes", textdoc.ErrTooLarge, name, maxChapter)
 	}
-	data, err := a.ReadAll(name)
+	rc, err := a.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r, err := charset.NewReader(bytes.NewReader(data), "application/xhtml+xml")
-	if err != nil {
-		r = bytes.NewReader(data)
+	br := bufio.NewReader(rc)
+	var r io.Reader = br
+	if cr, err := charset.NewReader(br, "application/xhtml+xml"); err == nil {
+		r = cr
 	}
-	decoded, err := io.ReadAll(r)
-	if err != nil {
-		decoded = data
-	}
-	return html.Parse(strings.NewReader(safetext.Text(string(decoded))))
+	return r, func() { rc.Close() }, nil
 }
 
 // writeChapter writes one chapter: its text, with a span for the chapter
 // (heading path: its title) and one for each heading inside it. A chapter
 // that does not open with its title (as given by the table of contents)
 // gets it as a heading first.
-func writeChapter(a *archive.Archive, b *textdoc.Builder, name, title string) error {
+func writeChapter(ctx context.Context, a *archive.Archive, b *textdoc.Builder, name, title string, limit int64) error {
 	if !a.Has(name) {
 		return nil
 	}
-	root, err := parseHTML(a, name)
+	r, done, err := openHTML(a, name)
 	if err != nil {
 		if errors.Is(err, textdoc.ErrTooLarge) {
 			return err
 		}
 		return fmt.Errorf("%w: chapter %s: %v", textdoc.ErrCorrupt, name, err)
 	}
-	text, headings := htmltext.Text(root)
+	defer done()
+	page, err := htmltext.Read(ctx, r, htmltext.Options{MaxTextBytes: limit})
+	if err != nil {
+		if errors.Is(err, textdoc.ErrTooLarge) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: chapter %s: %v", textdoc.ErrCorrupt, name, err)
+	}
+	text, headings := page.Text, page.Headings
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	if title == "" {
-		title = htmltext.Title(root)
+		title = page.Title
 	}
 	if title == "" && len(headings) > 0 {
 		title = headings[0].Title
 	}
+	// short is the title as a heading path holds it.
+	short := textdoc.Title(title)
 	var prefix []string
 	if title != "" {
-		prefix = []string{title}
+		prefix = []string{short}
 	}
 	spans := []textdoc.Span{{Loc: textdoc.Location{Headings: prefix}}}
 	if title != "" && !strings.HasPrefix(text, title) {
@@ -293,11 +330,11 @@ func writeChapter(a *archive.Archive, b *textdoc.Builder, name, title string) er
 	for i, h := range headings {
 		path := o.Enter(h.Level, h.Title)
 		// The chapter's first heading usually repeats its title.
-		if i == 0 && len(path) == 1 && path[0] == title {
+		if i == 0 && len(path) == 1 && path[0] == short {
 			continue
 		}
 		full := append(append([]string(nil), prefix...), path...)
-		if len(path) > 0 && path[0] == title {
+		if len(path) > 0 && path[0] == short {
 			full = path
 		}
 		spans = append(spans, textdoc.Span{Start: h.Offset, Loc: textdoc.Location{Headings: full}})

@@ -168,7 +168,11 @@ func (w *textWalker) start(t xml.StartElement) (skip bool, err error) {
 				l.n = w.st.startValue(l.style, n) - 1
 			}
 			l.n++
-			w.counters[l.style+"/"+strconv.Itoa(n)] = l.n
+			// Only the lists of a style the styles define are numbered:
+			// a body names as many others as it likes.
+			if _, ok := w.st.lists[l.style]; ok {
+				w.counters[l.style+"/"+strconv.Itoa(n)] = l.n
+			}
 		}
 		w.itemPending = true
 	case "list-header":

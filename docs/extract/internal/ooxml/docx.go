@@ -242,7 +242,10 @@ func (r *docx) marker(numID string, level int) string {
 		l, ok = r.numbering.abstract[numID][level]
 	}
 	if !ok {
-		l = numLevel{format: "bullet", start: 1}
+		// A list the numbering part does not define is bulleted, and
+		// needs no counter: there are as many such lists as a body
+		// makes up.
+		return "-"
 	}
 	c := r.counters[numID]
 	if c == nil {

@@ -55,6 +55,53 @@ type Document struct {
 	Spans []Span
 }
 
+// Bounds of what a document's locations hold, so that a file of a million
+// headings, or of one heading a megabyte long, cannot make its locations
+// (copied into every chunk) take more memory than its text.
+const (
+	// MaxSpans bounds the spans of a document (its headings, slides,
+	// sheets and blocks of rows) under the default text limit; see
+	// SpanLimit. Past it the reader fails with ErrTooLarge.
+	MaxSpans = 100000
+	// MaxTitleRunes bounds a heading, slide title or sheet name kept in a
+	// location; the text keeps it whole.
+	MaxTitleRunes = 200
+	// MaxLevels bounds the depth of a heading path.
+	MaxLevels = 9
+)
+
+// SpanLimit returns the most spans a document whose text may hold
+// textLimit bytes may have: MaxSpans, or one per 512 bytes of text when
+// that is more (a sheet's blocks of rows take a chunk's size each).
+func SpanLimit(textLimit int64) int {
+	return int(max(MaxSpans, min(textLimit, 1<<40)/512))
+}
+
+// Title returns s on one line, its runs of white space collapsed, cut to
+// at most MaxTitleRunes runes (ending with "…" when it was cut).
+func Title(s string) string {
+	if len(s) > 4*MaxTitleRunes+64 {
+		// Only the start is kept: collapse no more than it needs.
+		cut := 4*MaxTitleRunes + 64
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + " …"
+	}
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= MaxTitleRunes {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == MaxTitleRunes-1 {
+			return strings.TrimSpace(s[:i]) + "…"
+		}
+		n++
+	}
+	return s
+}
+
 // Builder writes a document's text as blocks (paragraphs, headings, tables)
 // separated by blank lines, or as lines of one block, and records spans.
 // Every string written is made valid UTF-8 without control characters other
@@ -72,11 +119,13 @@ type Builder struct {
 	// block, 1 after a line.
 	owed int
 	err  error
+	// spanLimit is SpanLimit of limit.
+	spanLimit int
 }
 
 // NewBuilder returns a Builder whose text may hold up to limit bytes.
 func NewBuilder(limit int64) *Builder {
-	return &Builder{limit: limit}
+	return &Builder{limit: limit, spanLimit: SpanLimit(limit)}
 }
 
 // TooLarge is the error for text beyond limit bytes, worded as the PDF
@@ -85,9 +134,23 @@ func TooLarge(limit int64) error {
 	return fmt.Errorf("%w: its text exceeds %d bytes (the text limit)", ErrTooLarge, limit)
 }
 
+// TooManySpans is the error for a document of more than limit spans.
+func TooManySpans(limit int) error {
+	return fmt.Errorf("%w: it holds more than %d headings, slides or blocks of rows (the limit of a document's parts)", ErrTooLarge, limit)
+}
+
 // Locate makes the next text written start a span at loc; brk marks it as
-// a Break. Calling it again before any text is written replaces loc.
+// a Break. Calling it again before any text is written replaces loc. The
+// titles and names in loc are cut as Title cuts them.
 func (b *Builder) Locate(loc Location, brk bool) {
+	loc.SlideTitle, loc.Sheet = Title(loc.SlideTitle), Title(loc.Sheet)
+	if len(loc.Headings) > 0 {
+		hs := make([]string, len(loc.Headings))
+		for i, h := range loc.Headings {
+			hs[i] = Title(h)
+		}
+		loc.Headings = hs
+	}
 	b.pending = &Span{Loc: loc, Break: brk}
 }
 
@@ -124,6 +187,10 @@ func (b *Builder) write(s string, sep, after int) {
 		b.runes += sep
 	}
 	if b.pending != nil {
+		if len(b.spans) >= b.spanLimit {
+			b.err = TooManySpans(b.spanLimit)
+			return
+		}
 		if n := len(b.spans); n > 0 {
 			b.spans[n-1].End = b.runes
 		}
@@ -219,14 +286,16 @@ type Outline struct {
 }
 
 // Enter records a heading of level with title and returns the path it
-// opens. A heading closes every open heading of its level or deeper.
+// opens. A heading closes every open heading of its level or deeper. Levels
+// past MaxLevels count as MaxLevels; titles are cut as Title cuts them.
 func (o *Outline) Enter(level int, title string) []string {
+	level = min(level, MaxLevels)
 	i := len(o.levels)
 	for i > 0 && o.levels[i-1] >= level {
 		i--
 	}
 	o.levels = append(o.levels[:i], level)
-	o.titles = append(o.titles[:i], oneLine(title))
+	o.titles = append(o.titles[:i], Title(title))
 	return o.Path()
 }
 
@@ -286,6 +355,10 @@ func (b *Builder) BlockWithSpans(text string, spans []Span) {
 		if b.spans[last].Start >= start+s.Start {
 			b.spans[last].Loc = s.Loc
 			continue
+		}
+		if len(b.spans) >= b.spanLimit {
+			b.err = TooManySpans(b.spanLimit)
+			return
 		}
 		b.spans[last].End = start + s.Start
 		b.spans = append(b.spans, Span{Start: start + s.Start, Loc: s.Loc, Break: s.Break})

@@ -23,9 +23,59 @@ const (
 	// MaxDepth bounds element nesting. Office documents nest a few dozen
 	// levels (tables in tables in text boxes); 256 leaves room.
 	MaxDepth = 256
-	// MaxNodes bounds the nodes of a tree built by Parse.
+	// MaxNodes bounds the elements of a tree built by Parse or Subtree.
 	MaxNodes = 4 << 20
+	// MaxTreeBytes bounds the memory a tree built by Parse or Subtree
+	// takes, as estimated from its nodes, names, attributes and text (a
+	// bare element takes about 128 bytes): 64 MiB holds half a million
+	// elements, more than any part read whole is given.
+	MaxTreeBytes = 64 << 20
 )
+
+// treeBudget is MaxTreeBytes, but in tests.
+var treeBudget = MaxTreeBytes
+
+// Estimated costs of a tree's parts, in bytes: a node (its struct and its
+// place in its parent's list) and an attribute.
+const (
+	nodeCost = 128
+	attrCost = 64
+)
+
+// tree counts what a tree being built holds, against MaxNodes and
+// MaxTreeBytes.
+type tree struct {
+	part         string
+	nodes, bytes int
+}
+
+// element returns the node of an element start.
+func (tr *tree) element(t xml.StartElement) (*Node, error) {
+	tr.nodes++
+	if tr.nodes > MaxNodes {
+		return nil, fmt.Errorf("%w: %s holds more than %d elements", textdoc.ErrTooLarge, tr.part, MaxNodes)
+	}
+	tr.bytes += nodeCost + len(t.Name.Local)
+	for _, a := range t.Attr {
+		tr.bytes += attrCost + len(a.Name.Local) + len(a.Value)
+	}
+	if tr.bytes > treeBudget {
+		return nil, tr.tooLarge()
+	}
+	return &Node{Name: t.Name, Attr: t.Attr}, nil
+}
+
+// text returns the node of character data.
+func (tr *tree) text(t xml.CharData) (*Node, error) {
+	if tr.bytes += nodeCost + len(t); tr.bytes > treeBudget {
+		return nil, tr.tooLarge()
+	}
+	return &Node{Text: string(t)}, nil
+}
+
+func (tr *tree) tooLarge() error {
+	return fmt.Errorf("%w: %s would take more than %d MiB of memory read whole (the limit of a part read whole)", textdoc.ErrTooLarge, tr.part, treeBudget>>20)
+}
 
 // Decoder is an xml.Decoder that refuses entity declarations and nesting
 // deeper than MaxDepth. Errors wrap textdoc.ErrCorrupt or ErrTooLarge.
@@ -107,12 +157,14 @@ type Node struct {
 
 // Parse reads a whole part as a tree. Meant for parts of bounded size
 // (relationships, styles, a slide, a package manifest): the tree takes a
-// few times the part's size.
+// few times the part's size, and a part whose tree would take more than
+// MaxTreeBytes, or hold more than MaxNodes elements, fails with
+// textdoc.ErrTooLarge.
 func Parse(r io.Reader, part string) (*Node, error) {
 	d := NewDecoder(r, part)
 	root := &Node{}
 	stack := []*Node{root}
-	nodes := 0
+	tr := tree{part: part}
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -124,11 +176,10 @@ func Parse(r io.Reader, part string) (*Node, error) {
 		top := stack[len(stack)-1]
 		switch t := tok.(type) {
 		case xml.StartElement:
-			nodes++
-			if nodes > MaxNodes {
-				return nil, fmt.Errorf("%w: %s holds more than %d elements", textdoc.ErrTooLarge, part, MaxNodes)
+			n, err := tr.element(t)
+			if err != nil {
+				return nil, err
 			}
-			n := &Node{Name: t.Name, Attr: t.Attr}
 			top.Kids = append(top.Kids, n)
 			stack = append(stack, n)
 		case xml.EndElement:
@@ -137,7 +188,11 @@ func Parse(r io.Reader, part string) (*Node, error) {
 			}
 		case xml.CharData:
 			if len(t) > 0 {
-				top.Kids = append(top.Kids, &Node{Text: string(t)})
+				n, err := tr.text(t)
+				if err != nil {
+					return nil, err
+				}
+				top.Kids = append(top.Kids, n)
 			}
 		}
 	}
@@ -269,7 +324,7 @@ func (n *Node) AllText() string {
 func (d *Decoder) Subtree(start xml.StartElement) (*Node, error) {
 	root := &Node{Name: start.Name, Attr: start.Attr}
 	stack := []*Node{root}
-	nodes := 0
+	tr := tree{part: d.part}
 	for len(stack) > 0 {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -281,18 +336,21 @@ func (d *Decoder) Subtree(start xml.StartElement) (*Node, error) {
 		top := stack[len(stack)-1]
 		switch t := tok.(type) {
 		case xml.StartElement:
-			nodes++
-			if nodes > MaxNodes {
-				return nil, fmt.Errorf("%w: %s holds more than %d elements", textdoc.ErrTooLarge, d.part, MaxNodes)
+			n, err := tr.element(t)
+			if err != nil {
+				return nil, err
 			}
-			n := &Node{Name: t.Name, Attr: t.Attr}
 			top.Kids = append(top.Kids, n)
 			stack = append(stack, n)
 		case xml.EndElement:
 			stack = stack[:len(stack)-1]
 		case xml.CharData:
 			if len(t) > 0 {
-				top.Kids = append(top.Kids, &Node{Text: string(t)})
+				n, err := tr.text(t)
+				if err != nil {
+					return nil, err
+				}
+				top.Kids = append(top.Kids, n)
 			}
 		}
 	}

@@ -1,0 +1,240 @@
+package crawl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/fetch"
+)
+
+// work sends one request and reads its answer. It runs in its own
+// goroutine and touches only what newRun set.
+func (r *run) work(it item) result {
+	res := result{it: it, requests: 1}
+	switch it.kind {
+	case kindRobots:
+		res.robots = r.fetchRobots(it.u)
+	case kindSitemap:
+		body, err := r.get(it.u, maxSitemapBytes)
+		if err == nil {
+			sm, _ := parseSitemap(body, maxSitemapBytes)
+			res.sitemaps, res.pages = sm.sitemaps, sm.pages
+		}
+	case kindLLMs:
+		body, err := r.get(it.u, r.opts.MaxBytes)
+		if err == nil {
+			res.pages = parseLLMs(body)
+		}
+	case kindPage:
+		r.fetchPage(&res)
+	}
+	return res
+}
+
+// request builds a GET for u.
+func (r *run) request(ctx context.Context, u *url.URL) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req.Header.Set("User-Agent", r.opts.UserAgent)
+	return req
+}
+
+// get fetches a sitemap or llms.txt: its body when the answer is 2xx and
+// not longer than limit (the client's own limit applies too).
+func (r *run) get(u *url.URL, limit int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	defer cancel()
+	resp, err := r.c.client.Do(ctx, r.request(ctx, u))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return readAtMost(resp.Body, limit)
+}
+
+// fetchRobots reads a host's robots.txt (RFC 9309 §2.3.1): rules from a
+// 2xx answer, no rules after a 4xx answer (429 aside) or too many
+// redirects, everything disallowed after a 429, a 5xx or no answer.
+func (r *run) fetchRobots(u *url.URL) *Robots {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	defer cancel()
+	resp, err := r.c.client.Do(ctx, r.request(ctx, u))
+	if err != nil {
+		if errors.Is(err, fetch.ErrTooManyRedirects) {
+			return &Robots{}
+		}
+		return &Robots{disallowAll: true}
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRobotsBytes+1))
+		if err != nil && len(body) == 0 {
+			return &Robots{disallowAll: true}
+		}
+		return ParseRobots(body, r.c.token)
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		return &Robots{disallowAll: true}
+	default:
+		return &Robots{}
+	}
+}
+
+var errTooLarge = errors.New("too large")
+
+// readAtMost reads all of body, failing with errTooLarge past limit bytes.
+func readAtMost(body io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// fetchPage requests a page, conditionally when it is known, and reads
+// what the crawl needs of it into res.
+func (r *run) fetchPage(res *result) {
+	it := res.it
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	defer cancel()
+	req := r.request(ctx, it.u)
+	k, isKnown := r.known[it.key]
+	conditional := isKnown && (k.ETag != "" || k.LastModified != "")
+	if isKnown {
+		if k.ETag != "" {
+			req.Header.Set("If-None-Match", k.ETag)
+		}
+		if k.LastModified != "" {
+			req.Header.Set("If-Modified-Since", k.LastModified)
+		}
+	}
+	skip := func(reason Reason, transient bool, format string, args ...any) {
+		res.out, res.reason, res.transient, res.detail = outSkipped, reason, transient, fmt.Sprintf(format, args...)
+	}
+	resp, err := r.c.client.Do(ctx, req)
+	if err != nil {
+		switch {
+		case errors.Is(err, fetch.ErrTooLarge):
+			skip(ReasonSize, false, "larger than the size limit")
+		case r.ctx.Err() != nil:
+			skip(ReasonError, true, "the crawl was stopped")
+		default:
+			skip(ReasonError, fetch.Retryable(err) || errors.Is(err, context.DeadlineExceeded), "%s", clean(err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	res.etag, res.lm = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	switch s := resp.StatusCode; {
+	case s == http.StatusNotModified && conditional:
+		res.out = outNotModified
+		return
+	case s == http.StatusNotFound || s == http.StatusGone:
+		res.out, res.detail = outGone, fmt.Sprintf("HTTP %d %s", s, http.StatusText(s))
+		return
+	case s == http.StatusTooManyRequests || s >= 500:
+		res.out, res.detail = outThrottled, fmt.Sprintf("HTTP %d %s", s, http.StatusText(s))
+		if d, ok := retryAfter(resp.Header, time.Now()); ok {
+			res.wait = d
+		} else {
+			res.wait = r.opts.RetryBase << it.attempt
+		}
+		return
+	case s < 200 || s > 299:
+		skip(ReasonError, false, "HTTP %d %s", s, http.StatusText(s))
+		return
+	}
+	declared := resp.Header.Get("Content-Type")
+	if mt := mediaType(declared); skippedDeclared(mt) {
+		skip(ReasonType, false, "%s", mt)
+		return
+	}
+	if resp.ContentLength > r.opts.MaxBytes {
+		skip(ReasonSize, false, "%d bytes, more than the limit of %d", resp.ContentLength, r.opts.MaxBytes)
+		return
+	}
+	body, err := readAtMost(resp.Body, r.opts.MaxBytes)
+	switch {
+	case errors.Is(err, errTooLarge) || errors.Is(err, fetch.ErrTooLarge):
+		skip(ReasonSize, false, "more than the size limit of %d bytes", r.opts.MaxBytes)
+		return
+	case err != nil && r.ctx.Err() != nil:
+		skip(ReasonError, true, "the crawl was stopped")
+		return
+	case err != nil:
+		skip(ReasonError, true, "%s", clean(err))
+		return
+	}
+	final, err := normalize(resp.Request.URL)
+	if err != nil {
+		final = it.u
+	}
+	res.final = final
+	ct, err := contentType(declared, final, body)
+	if err != nil {
+		skip(ReasonType, false, "%s", clean(err))
+		return
+	}
+	res.contentType, res.body = ct, body
+	res.noindex = headerDirective(resp.Header, "noindex")
+	res.nofollow = headerDirective(resp.Header, "nofollow")
+	canonical := linkCanonical(resp.Header)
+	sum := sha256.Sum256(body)
+	if ct == extract.MIMEHTML {
+		hp := readHTML(body)
+		base := final
+		if hp.base != "" {
+			if b, err := resolve(final, hp.base); err == nil {
+				base = b
+			}
+		}
+		res.links = resolveAll(base, hp.links)
+		res.noindex = res.noindex || hp.noindex
+		res.nofollow = res.nofollow || hp.nofollow
+		if hp.canonical != "" {
+			canonical = hp.canonical
+		}
+		doc, err := extract.Extract(ctx, extract.MIMEHTML, body)
+		switch {
+		case err != nil && !errors.Is(err, extract.ErrNoText):
+			res.noText = clean(err)
+		case err != nil || strings.TrimSpace(doc.Text) == "":
+			// Its links are still followed: a page of links only leads
+			// somewhere.
+			res.noText = "the page has no text"
+		default:
+			sum = sha256.Sum256([]byte(doc.Text))
+		}
+	}
+	if canonical != "" {
+		if c, err := resolve(final, canonical); err == nil {
+			res.canonical = c
+		}
+	}
+	res.hash = hex.EncodeToString(sum[:])
+	res.out = outOK
+}
+
+// clean returns an error's message on one line.
+func clean(err error) string {
+	return extract.CleanMessage(err.Error())
+}
+
+// errorf wraps kind with a formatted detail.
+func errorf(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", kind, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,153 @@
+package fetch
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDoReturnsEveryAnswer(t *testing.T) {
+	s := newSite(t)
+	s.mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("X-UA", r.Header.Get("User-Agent"))
+		w.Write([]byte("hello"))
+	})
+	s.mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	c := newClient(t, Options{AllowPrivate: true, UserAgent: "test-agent/2"})
+
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/page#part", nil)
+	resp, err := c.Do(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get("X-UA") != "test-agent/2" || resp.Header.Get("ETag") != `"v1"` {
+		t.Errorf("first answer %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+
+	req.Header.Set("If-None-Match", `"v1"`)
+	req.Header.Set("User-Agent", "crawler/1")
+	resp, err = c.Do(t.Context(), req)
+	if err != nil || resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("conditional request: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	for path, status := range map[string]int{"/busy": 429, "/nothing": 404} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		resp, err := c.Do(t.Context(), req)
+		if err != nil || resp.StatusCode != status {
+			t.Fatalf("%s: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+		if path == "/busy" && resp.Header.Get("Retry-After") != "7" {
+			t.Error("Retry-After lost")
+		}
+	}
+
+	post, _ := http.NewRequest(http.MethodPost, s.URL+"/page", strings.NewReader("x"))
+	if _, err := c.Do(t.Context(), post); !errors.Is(err, ErrInvalidURL) {
+		t.Errorf("POST: %v", err)
+	}
+}
+
+// TestDoKeepsTheAddressRules: Do refuses what Download refuses, the
+// redirects included.
+func TestDoKeepsTheAddressRules(t *testing.T) {
+	s := newSite(t)
+	s.serve("/page", "text/plain", []byte("ok"))
+	s.mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.2:"+s.port()+"/page", http.StatusFound)
+	})
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/page", nil)
+	if _, err := newClient(t, Options{}).Do(t.Context(), req); !errors.Is(err, ErrBlocked) {
+		t.Errorf("loopback without allow-list: %v", err)
+	}
+	allowed := newClient(t, Options{AllowHosts: []string{"127.0.0.1"}})
+	resp, err := allowed.Do(t.Context(), req)
+	if err != nil {
+		t.Fatalf("allow-listed: %v", err)
+	}
+	resp.Body.Close()
+	away, _ := http.NewRequest(http.MethodGet, s.URL+"/away", nil)
+	if _, err := allowed.Do(t.Context(), away); !errors.Is(err, ErrBlocked) {
+		t.Errorf("redirect to a refused address: %v", err)
+	}
+	if hits := s.hits.Load(); hits != 2 {
+		t.Errorf("%d requests reached the site, want 2", hits)
+	}
+}
+
+func TestDoBoundsTheBody(t *testing.T) {
+	s := newSite(t)
+	s.mux.HandleFunc("/declared", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		w.Write(make([]byte, 1<<20))
+	})
+	s.mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		for range 64 {
+			w.Write(make([]byte, 16<<10))
+			w.(http.Flusher).Flush()
+		}
+	})
+	s.mux.HandleFunc("/exact", func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush()
+		w.Write(make([]byte, 64<<10))
+	})
+	s.mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("start"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	c := newClient(t, Options{AllowPrivate: true, MaxBodyBytes: 64 << 10, Timeout: 300 * time.Millisecond})
+	get := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		return c.Do(t.Context(), req)
+	}
+	if _, err := get("/declared"); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("declared size: %v", err)
+	}
+	resp, err := get("/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, ErrTooLarge) || n != 64<<10 {
+		t.Errorf("stream: %d bytes, %v", n, err)
+	}
+	resp, err = get("/exact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 64<<10 {
+		t.Errorf("a body of exactly the limit: %d bytes, %v", len(b), err)
+	}
+	resp.Body.Close()
+	resp, err = get("/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, ErrTimeout) || time.Since(start) > 5*time.Second {
+		t.Errorf("slow body: %v after %v", err, time.Since(start))
+	}
+}
