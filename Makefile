@@ -54,7 +54,7 @@ test: interop-deps
 	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
 
 # The suites whose SQL Citus distributes, again on a Citus cluster: the
-# documents store, the shared rate limits, the distributed schema, the test
+# documents store, jobs and sources, the shared rate limits, the distributed schema, the test
 # databases, and every client end to end (the audit table included); every
 # test database is made on the coordinator and the workers. The cluster is
 # MCPSEARCH_CITUS_URL's, or the local one scripts/citus.sh starts (it needs
@@ -64,7 +64,7 @@ test: interop-deps
 # sends a statement, and their megabyte arguments are half of the interop
 # suite's time under the race detector. make test runs the Citus-only tests
 # too when MCPSEARCH_CITUS_URL is set.
-CITUS_PACKAGES := ./docs ./ratelimit ./internal/citustest ./internal/pgtest ./interop
+CITUS_PACKAGES := ./docs ./jobs ./sources ./ratelimit ./internal/citustest ./internal/pgtest ./interop
 CITUS_SKIP     := ^TestHostile
 
 test-citus: interop-deps

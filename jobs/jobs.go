@@ -296,7 +296,7 @@ func (s *Store) create(ctx context.Context, conv, kind string, in Input, caller,
 // itself.
 func (s *Store) Start(ctx context.Context, j *Job) error {
 	err := s.pool.QueryRow(ctx, `
-		UPDATE jobs SET status = 'running', started_at = coalesce(started_at, now())
+		UPDATE jobs SET status = 'running', started_at = least(started_at, now())
 		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')
 		RETURNING started_at`, j.ConversationID, j.ID).Scan(&j.StartedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -359,7 +359,7 @@ func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) er
 		UPDATE jobs SET submitted = submitted OR $3, duplicates = duplicates + $4, refused = refused + $5,
 		       refusals = CASE WHEN jsonb_array_length(refusals) >= $7 THEN refusals ELSE refusals || $6::jsonb END,
 		       status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
-		       started_at = coalesce(started_at, now()), claimed_by = CASE WHEN $3 THEN NULL ELSE claimed_by END,
+		       started_at = least(started_at, now()), claimed_by = CASE WHEN $3 THEN NULL ELSE claimed_by END,
 		       claimed_until = CASE WHEN $3 THEN NULL ELSE claimed_until END
 		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`,
 		j.ConversationID, j.ID, submitted, o.Duplicates, len(o.Refusals), raw, maxRefusals)
@@ -375,7 +375,7 @@ func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) er
 // Fail ends job j failed, for reason, unless it has ended already.
 func (s *Store) Fail(ctx context.Context, j Job, reason string) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE jobs SET status = 'failed', error = $3, finished_at = now(), started_at = coalesce(started_at, now()),
+		UPDATE jobs SET status = 'failed', error = $3, finished_at = now(), started_at = least(started_at, now()),
 		       claimed_by = NULL, claimed_until = NULL
 		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, storable(reason))
 	if err != nil {

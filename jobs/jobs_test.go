@@ -381,7 +381,7 @@ func TestStoppedProcessIsTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := second.pool.Exec(context.Background(), `UPDATE jobs SET claimed_by = gen_random_uuid(), claimed_until = now() - interval '1 second', status = 'running' WHERE id = $1`, doc.ID); err != nil {
+	if _, err := second.pool.Exec(context.Background(), `UPDATE jobs SET claimed_by = $2, claimed_until = now() - interval '1 second', status = 'running' WHERE conversation_id = 'c1' AND id = $1`, doc.ID, docs.NewID("c1")); err != nil {
 		t.Fatal(err)
 	}
 	doc = waitJob(t, second.r.Store(), doc.ID, 30*time.Second, ended)

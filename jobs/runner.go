@@ -432,7 +432,7 @@ var errTaken = errors.New("held by another process")
 func (s *Store) claim(ctx context.Context, j *Job, token string, lease time.Duration) error {
 	got, err := scanJob(s.pool.QueryRow(ctx, `
 		UPDATE jobs j SET claimed_by = $3, claimed_until = now() + make_interval(secs => $4), attempts = j.attempts + 1,
-		       status = 'running', started_at = coalesce(j.started_at, now())
+		       status = 'running', started_at = least(j.started_at, now())
 		WHERE j.conversation_id = $1 AND j.id = $2 AND NOT j.submitted AND j.status IN ('queued', 'running')
 		  AND (j.claimed_until IS NULL OR j.claimed_until < now())
 		RETURNING `+jobColumns, j.ConversationID, j.ID, token, lease.Seconds()))

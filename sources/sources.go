@@ -311,16 +311,26 @@ func (s *Store) SavePage(ctx context.Context, src Source, p Page) (bool, error) 
 	if links == nil {
 		links = []string{}
 	}
+	// The file the page held before, then the page: one transaction, the
+	// row locked in between (a distributed database takes no subquery in
+	// an INSERT).
 	var before *string
-	err := s.pool.QueryRow(ctx, `
-		WITH old AS (SELECT file_id FROM source_pages WHERE conversation_id = $1 AND source_id = $2 AND url = $3)
-		INSERT INTO source_pages AS p (conversation_id, source_id, url, file_id, etag, last_modified, content_hash, links, size_bytes, modified_at, synced_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
-		ON CONFLICT (conversation_id, source_id, url) DO UPDATE
-		SET file_id = excluded.file_id, etag = excluded.etag, last_modified = excluded.last_modified, content_hash = excluded.content_hash,
-		    links = excluded.links, size_bytes = excluded.size_bytes, modified_at = excluded.modified_at, synced_at = now()
-		RETURNING (SELECT file_id::text FROM old)`,
-		src.ConversationID, src.ID, p.URL, file, p.ETag, p.LastModified, p.Hash, links, p.SizeBytes, modified).Scan(&before)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			SELECT file_id::text FROM source_pages WHERE conversation_id = $1 AND source_id = $2 AND url = $3 FOR UPDATE`,
+			src.ConversationID, src.ID, p.URL).Scan(&before)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO source_pages AS p (conversation_id, source_id, url, file_id, etag, last_modified, content_hash, links, size_bytes, modified_at, synced_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+			ON CONFLICT (conversation_id, source_id, url) DO UPDATE
+			SET file_id = excluded.file_id, etag = excluded.etag, last_modified = excluded.last_modified, content_hash = excluded.content_hash,
+			    links = excluded.links, size_bytes = excluded.size_bytes, modified_at = excluded.modified_at, synced_at = excluded.synced_at`,
+			src.ConversationID, src.ID, p.URL, file, p.ETag, p.LastModified, p.Hash, links, p.SizeBytes, modified)
+		return err
+	})
 	if err != nil {
 		return false, dbError("sources: record page", err)
 	}
