@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/crawl"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/sources"
@@ -254,6 +255,19 @@ func addDocumentTool() declared {
 		prop(sc, "mime_type").MaxLength = ptr(255)
 		w := prop(sc, "wait_seconds")
 		w.Minimum, w.Maximum = ptr(0.0), ptr(float64(maxWait))
+		c := prop(sc, "crawl")
+		mp := prop(c, "max_pages")
+		mp.Minimum, mp.Maximum = ptr(0.0), ptr(float64(crawl.MaxPagesLimit))
+		md := prop(c, "max_depth")
+		md.Minimum, md.Maximum = ptr(0.0), ptr(50.0)
+		prop(c, "scope").Enum = enum(string(crawl.ScopePrefix), string(crawl.ScopeHost), string(crawl.ScopeDomain))
+		for _, name := range []string{"include", "exclude"} {
+			g := prop(c, name)
+			g.MaxItems = ptr(50)
+			if g.Items != nil {
+				g.Items.MaxLength = ptr(512)
+			}
+		}
 	}, jobTools.addDocument, func(c config.Config) time.Duration {
 		// The longest wait, and the time to store what was sent.
 		return maxWait*time.Second + max(c.ToolTimeout, 30*time.Second)

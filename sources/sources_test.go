@@ -374,3 +374,47 @@ func TestCrawlCancelled(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestPeriodicSyncStartsOneJobPerSource(t *testing.T) {
+	e := newEnv(t)
+	s := newSite(t)
+	ctx := context.Background()
+	j, src, err := e.svc.Crawl(ctx, "c", s.srv.URL+"/docs/", CrawlOptions{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(t, j.ID)
+	// Two replicas schedule at once: the advisory lock lets one start the
+	// sync, and the other finds it queued or running.
+	other := NewService(e.svc.sy, e.r)
+	var wg sync.WaitGroup
+	for _, svc := range []*Service{e.svc, other} {
+		wg.Go(func() {
+			if err := svc.syncDue(ctx, time.Nanosecond); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	page, err := e.r.List(ctx, "c", "", 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := 0
+	for _, j := range page.Jobs {
+		if j.Kind == JobSync && j.Input.SourceID == src.ID {
+			syncs++
+			e.wait(t, j.ID)
+		}
+	}
+	if syncs != 1 {
+		t.Fatalf("%d sync jobs, want 1: %+v", syncs, page.Jobs)
+	}
+	// A source synced less than the interval ago is not due.
+	if err := e.svc.syncDue(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := e.r.List(ctx, "c", "", 10, ""); page.Total != 2 {
+		t.Fatalf("%d jobs after a sync that was not due, want 2", page.Total)
+	}
+}
