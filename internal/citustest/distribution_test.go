@@ -91,6 +91,8 @@ var tables = map[string]string{
 	"keyword_removals":    "distributed by conversation_id",
 	"conversation_purges": "distributed by conversation_id",
 	"jobs":                "distributed by conversation_id",
+	"sources":             "distributed by conversation_id",
+	"source_pages":        "distributed by conversation_id",
 	"vector_indexes":      "reference",
 	"conversation_keys":   "reference",
 	"chat_mcp_tool_calls": "distributed by id",
