@@ -41,6 +41,9 @@ type Entry struct {
 	ClientName     string
 	ClientVersion  string
 	APIKey         string
+	// Subject is the sub claim of the OAuth access token the call came
+	// with; "" for an API key or none.
+	Subject string
 	// JobID is the ingestion job the call started or touched (package
 	// jobs); "" for none.
 	JobID     string
@@ -164,7 +167,7 @@ func (w *Writer) Record(e Entry) {
 		w.mu.Unlock()
 		w.log.Info("audit", "id", e.ID, "tool", e.ToolName, "conversation", e.ConversationID, "error_code", e.ErrorCode,
 			"error", e.Error, "latency_ms", e.LatencyMS, "transport", e.Transport, "session", e.SessionID,
-			"client", e.ClientName, "api_key", e.APIKey, "job", e.JobID, "arguments", string(e.Arguments), "sanitised", e.Sanitised)
+			"client", e.ClientName, "api_key", e.APIKey, "subject", e.Subject, "job", e.JobID, "arguments", string(e.Arguments), "sanitised", e.Sanitised)
 		return
 	}
 	w.mu.Lock()
@@ -416,7 +419,7 @@ func (w *Writer) refused(err error) bool {
 // columns are the chat_mcp_tool_calls columns the writer fills, in the
 // order of values.
 var columns = []string{"id", "server_id", "conversation_id", "tool_name", "arguments", "result", "error", "error_code",
-	"latency_ms", "transport", "session_id", "client_name", "client_version", "api_key_name", "created_at", "sanitised", "job_id"}
+	"latency_ms", "transport", "session_id", "client_name", "client_version", "api_key_name", "created_at", "sanitised", "job_id", "subject"}
 
 var (
 	columnList   = strings.Join(columns, ", ")
@@ -437,7 +440,7 @@ func values(e Entry) []any {
 	}
 	return []any{e.ID, e.ServerID, nullable(e.ConversationID), e.ToolName, jsonb(e.Arguments), jsonb(e.Result),
 		nullable(e.Error), nullable(e.ErrorCode), e.LatencyMS, nullable(e.Transport), nullable(e.SessionID),
-		nullable(e.ClientName), nullable(e.ClientVersion), nullable(e.APIKey), e.CreatedAt, sanitised, nullable(e.JobID)}
+		nullable(e.ClientName), nullable(e.ClientVersion), nullable(e.APIKey), e.CreatedAt, sanitised, nullable(e.JobID), nullable(e.Subject)}
 }
 
 func nullable(s string) *string {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -64,10 +65,12 @@ func TestLogModeWithoutDatabase(t *testing.T) {
 }
 
 // proxy forwards TCP to Postgres and can be cut and restored, which is to
-// the writer what a database restart is.
+// the writer what a database restart is. Its port is held for the test:
+// cut, it refuses connections, and no other server can take it meanwhile.
 type proxy struct {
 	t      *testing.T
 	target string
+	port   *closedport.Port
 	ln     net.Listener
 	addr   string
 	mu     sync.Mutex
@@ -75,19 +78,20 @@ type proxy struct {
 }
 
 func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target}
-	p.start("127.0.0.1:0")
+	port := closedport.Reserve(t)
+	p := &proxy{t: t, target: target, port: port, addr: port.Addr()}
+	p.start()
 	t.Cleanup(p.stop)
 	return p
 }
 
-func (p *proxy) start(addr string) {
-	ln, err := net.Listen("tcp", addr)
+func (p *proxy) start() {
+	ln, err := p.port.Listen()
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
+	p.ln = ln
 	p.mu.Unlock()
 	go func() {
 		for {
@@ -101,6 +105,13 @@ func (p *proxy) start(addr string) {
 				continue
 			}
 			p.mu.Lock()
+			if p.ln != ln {
+				// Accepted just before stop closed the listener.
+				p.mu.Unlock()
+				c.Close()
+				u.Close()
+				continue
+			}
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
 			go func() { io.Copy(u, c); u.Close() }()
@@ -113,14 +124,17 @@ func (p *proxy) start(addr string) {
 func (p *proxy) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ln.Close()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
 	for _, c := range p.conns {
 		c.Close()
 	}
 	p.conns = nil
 }
 
-func (p *proxy) restart() { p.start(p.addr) }
+func (p *proxy) restart() { p.start() }
 
 // poolVia opens a pool to dbURL through the proxy.
 func poolVia(t *testing.T, dbURL, addr string) *pgxpool.Pool {
@@ -271,6 +285,7 @@ func TestHostileValuesAreStored(t *testing.T) {
 		{"NUL in client_name", Entry{ClientName: "c\x00"}, "client_name"},
 		{"NUL in client_version", Entry{ClientVersion: "1\x00"}, "client_version"},
 		{"NUL in api_key_name", Entry{APIKey: "k\x00"}, "api_key_name"},
+		{"NUL in subject", Entry{Subject: "s\x00"}, "subject"},
 		{"invalid UTF-8 in conversation_id", Entry{ConversationID: "caf\xe9"}, "conversation_id"},
 		{"invalid UTF-8 in error", Entry{Error: "\xc3\x28"}, "error"},
 		{"NUL escape in arguments", Entry{Arguments: json.RawMessage(`{"conversation_id":"a\u0000b","query":"q"}`)}, "arguments"},

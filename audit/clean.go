@@ -77,6 +77,7 @@ func sanitise(e Entry, maxArgs, maxResult int) Entry {
 	text("client_name", &e.ClientName, maxIdentBytes)
 	text("client_version", &e.ClientVersion, maxIdentBytes)
 	text("api_key_name", &e.APIKey, maxIdentBytes)
+	text("subject", &e.Subject, maxIdentBytes)
 	e.Sanitised = append(e.Sanitised, changed...)
 	return e
 }

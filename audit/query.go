@@ -16,7 +16,7 @@ func Tail(ctx context.Context, pool *pgxpool.Pool, n int) ([]Entry, error) {
 	}
 	rows, err := pool.Query(ctx, `SELECT id, server_id, coalesce(conversation_id, ''), tool_name, arguments, result,
 		coalesce(error, ''), coalesce(error_code, ''), coalesce(latency_ms, 0), coalesce(transport, ''), coalesce(session_id, ''),
-		coalesce(client_name, ''), coalesce(client_version, ''), coalesce(api_key_name, ''), created_at, sanitised
+		coalesce(client_name, ''), coalesce(client_version, ''), coalesce(api_key_name, ''), created_at, sanitised, coalesce(subject, '')
 		FROM chat_mcp_tool_calls ORDER BY created_at DESC, id LIMIT $1`, n)
 	if err != nil {
 		return nil, fmt.Errorf("audit tail: %w", err)
@@ -25,7 +25,7 @@ func Tail(ctx context.Context, pool *pgxpool.Pool, n int) ([]Entry, error) {
 		var e Entry
 		var args, res []byte
 		err := r.Scan(&e.ID, &e.ServerID, &e.ConversationID, &e.ToolName, &args, &res, &e.Error, &e.ErrorCode, &e.LatencyMS,
-			&e.Transport, &e.SessionID, &e.ClientName, &e.ClientVersion, &e.APIKey, &e.CreatedAt, &e.Sanitised)
+			&e.Transport, &e.SessionID, &e.ClientName, &e.ClientVersion, &e.APIKey, &e.CreatedAt, &e.Sanitised, &e.Subject)
 		e.Arguments, e.Result = args, res
 		return e, err
 	})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -334,6 +335,24 @@ func (c *Config) HTTP() bool {
 	}
 	return false
 }
+
+// PublicBase is the URL clients reach the server at: MCP_public_url, or on
+// a loopback listener with a fixed port http:// and its address; "" when
+// it cannot be known.
+func (c *Config) PublicBase() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil || port == "0" || !loopbackHost(host) {
+		return ""
+	}
+	return "http://" + c.Addr
+}
+
+// OAuth reports whether access tokens of an authorization server are
+// accepted.
+func (c *Config) OAuth() bool { return c.AuthIssuer != "" }
 
 // Serves reports whether transport t is configured.
 func (c *Config) Serves(t string) bool {

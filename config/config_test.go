@@ -118,6 +118,13 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{map[string]string{"MCP_rate_limit_store": "postgres"}, nil, "set DATABASE_URL"},
 		{map[string]string{"MCP_rate_limit_on_db_failure": "sometimes"}, nil, "MCP_rate_limit_on_db_failure"},
 		{nil, []string{"--rate-limit-db-timeout-ms", "0"}, "positive number of milliseconds"},
+		{map[string]string{"MCP_auth_issuer": "http://sso.example.com/realms/acme"}, nil, "use https"},
+		{map[string]string{"MCP_auth_issuer": "https://sso.example.com", "MCP_addr": "0.0.0.0:8080"}, nil, "set MCP_public_url"},
+		{map[string]string{"MCP_auth_issuer": "https://sso.example.com", "MCP_auth": "none"}, nil, "MCP_auth=none turns access control off"},
+		{map[string]string{"MCP_public_url": "mcp.example.com"}, nil, "MCP_public_url"},
+		{map[string]string{"MCP_auth_scope_write": "mcpsearch:read"}, nil, "must differ"},
+		{map[string]string{"MCP_auth_scope_read": "read write"}, nil, "want one scope"},
+		{map[string]string{"MCP_auth_client_id": "mcpsearch"}, nil, "both MCP_auth_client_id and MCP_auth_client_secret"},
 	}
 	for _, tt := range tests {
 		_, err := load(t, tt.vars, tt.args...)
@@ -279,5 +286,27 @@ func TestToolRateLimitOfAnyToolName(t *testing.T) {
 	}
 	if got := c.RateLimitFor("fetch_url"); got.PerMinute != 7 {
 		t.Errorf("RateLimitFor(fetch_url) = %+v", got)
+	}
+}
+
+// TestPublicBase: the URL clients reach the server at is MCP_public_url,
+// or on a loopback listener with a fixed port its own address.
+func TestPublicBase(t *testing.T) {
+	for _, tt := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"MCP_public_url": "https://mcp.example.com/"}, "https://mcp.example.com"},
+		{map[string]string{"MCP_addr": "127.0.0.1:8080"}, "http://127.0.0.1:8080"},
+		{map[string]string{"MCP_addr": "0.0.0.0:8080"}, ""},
+		{map[string]string{"MCP_addr": "127.0.0.1:0"}, ""},
+	} {
+		c, err := load(t, tt.vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.PublicBase(); got != tt.want {
+			t.Errorf("%v: PublicBase = %q, want %q", tt.vars, got, tt.want)
+		}
 	}
 }

@@ -19,6 +19,8 @@ type Config struct {
 	Stateless  bool
 	LogFormat  string
 	LogLevel   string
+	// UIEnabled serves the web page at /ui/ on the HTTP listener.
+	UIEnabled bool
 
 	WebSearchEnabled    bool
 	SearXNGURL          string
@@ -122,6 +124,24 @@ type Config struct {
 	// AllowedHosts are Host header values accepted on a loopback listener
 	// besides loopback names (a reverse proxy on the same machine).
 	AllowedHosts []string
+
+	// PublicURL is the URL clients reach the server at; PublicBase
+	// resolves its default.
+	PublicURL string
+	// Auth* configure sign-in through an OAuth authorization server, on
+	// when AuthIssuer is set (OAuth): its issuer, the audiences a token
+	// must name (none: the server's resource identifiers), the scopes that
+	// read and write, the claim limiting conversations, the signature
+	// algorithms accepted, and the client that introspects opaque tokens.
+	AuthIssuer             string
+	AuthAudiences          []string
+	AuthScopeRead          string
+	AuthScopeWrite         string
+	AuthConversationsClaim string
+	AuthAlgorithms         []string
+	AuthClientID           string
+	AuthClientSecret       string
+	AuthIntrospectionURL   string
 }
 
 // Groups of settings that commands other than serve read.
@@ -188,6 +208,10 @@ func settings() []setting {
 			help:  "streamable HTTP without server-side sessions (replicas behind a load balancer)",
 			doc:   "streamable HTTP without sessions",
 			value: boolValue(func(c *Config) *bool { return &c.Stateless })},
+		{env: "MCP_ui_enabled", flag: "ui-enabled", def: "true",
+			help:  "serve the web page at /ui/ on the HTTP listener (documents, jobs, search playground, audit, status; signed in with an API key)",
+			doc:   "serve the [web page](doc/web-page.md) at `/ui/` on the HTTP listener",
+			value: boolValue(func(c *Config) *bool { return &c.UIEnabled })},
 		{env: "MCP_log_format", flag: "log-format", def: "text",
 			help: "text or json (logs always go to stderr)", doc: "`text` or `json`, always to stderr",
 			value: textValue(func(c *Config) *string { return &c.LogFormat }, nil),
@@ -509,7 +533,117 @@ func settings() []setting {
 			help:  "comma-separated Host header values accepted on a loopback listener besides localhost and loopback addresses (a reverse proxy on the same machine)",
 			doc:   "`Host` header values accepted on a loopback listener besides localhost and loopback addresses (a reverse proxy on the same machine)",
 			value: listValue(func(c *Config) *[]string { return &c.AllowedHosts })},
+
+		{env: "MCP_public_url", flag: "public-url",
+			help:  "the URL clients reach this server at, such as https://mcp.example.com: it names the resource in OAuth metadata and the audience tokens must carry (default on a loopback listener: http://MCP_addr)",
+			doc:   "the URL clients reach the server at (`https://mcp.example.com`): names the resource in the OAuth metadata and the audience tokens must carry; empty on a loopback listener: `http://` + `MCP_addr`",
+			value: textValue(func(c *Config) *string { return &c.PublicURL }, func(v string) string { return strings.TrimSuffix(strings.TrimSpace(v), "/") }),
+			check: func(c *Config) []string {
+				if c.PublicURL == "" {
+					return nil
+				}
+				if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+					return []string{fmt.Sprintf("want the server's base URL such as https://mcp.example.com, got %q", c.PublicURL)}
+				}
+				return nil
+			}},
+		{env: "MCP_auth_issuer", flag: "auth-issuer",
+			help:  "issuer URL of the OAuth authorization server (a Keycloak realm, an Entra ID tenant's v2.0 issuer, ...): turns on sign-in with its access tokens, beside API keys",
+			doc:   "issuer URL of your identity provider: turns on sign-in with its access tokens beside API keys, see [Signing in with your identity provider](doc/identity-provider.md)",
+			value: textValue(func(c *Config) *string { return &c.AuthIssuer }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				if c.AuthIssuer == "" {
+					return nil
+				}
+				var out []string
+				if msg := secureURL(c.AuthIssuer); msg != "" {
+					out = append(out, msg)
+				}
+				if c.Auth == "none" {
+					out = append(out, "MCP_auth=none turns access control off; unset it to sign in with the identity provider")
+				}
+				if c.PublicBase() == "" {
+					out = append(out, "set MCP_public_url to the URL clients reach this server at: tokens must be minted for it")
+				}
+				return out
+			}},
+		{env: "MCP_auth_audience", flag: "auth-audience",
+			help:  "comma-separated audiences a token must carry one of (default: the server's resource identifiers, MCP_public_url and its /mcp and /sse)",
+			doc:   "audiences a token must carry one of; empty: `MCP_public_url` and its `/mcp` and `/sse` (Entra ID: the application ID URI or client id)",
+			value: listValue(func(c *Config) *[]string { return &c.AuthAudiences })},
+		{env: "MCP_auth_scope_read", flag: "auth-scope-read", def: "mcpsearch:read",
+			help:  "the scope that lets a token read (search, list, fetch)",
+			value: textValue(func(c *Config) *string { return &c.AuthScopeRead }, strings.TrimSpace),
+			check: scopeCheck(func(c *Config) string { return c.AuthScopeRead })},
+		{env: "MCP_auth_scope_write", flag: "auth-scope-write", def: "mcpsearch:write",
+			help:  "the scope that lets a token also add and delete documents",
+			value: textValue(func(c *Config) *string { return &c.AuthScopeWrite }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				out := scopeCheck(func(c *Config) string { return c.AuthScopeWrite })(c)
+				if c.AuthScopeWrite != "" && c.AuthScopeWrite == c.AuthScopeRead {
+					out = append(out, "the write scope must differ from the read scope")
+				}
+				return out
+			}},
+		{env: "MCP_auth_conversations_claim", flag: "auth-conversations-claim",
+			help:  "claim of a token listing the conversations it may touch (a list, or ids separated by spaces or commas; * for all); when set, a token without it touches none",
+			doc:   "claim listing the conversations a token may touch (`*`: all); when set, a token without it touches none",
+			value: textValue(func(c *Config) *string { return &c.AuthConversationsClaim }, strings.TrimSpace)},
+		{env: "MCP_auth_algorithms", flag: "auth-algorithms", def: "RS256,ES256,EdDSA",
+			help:  "signature algorithms accepted on tokens (public-key ones: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)",
+			doc:   "signature algorithms accepted on tokens; public-key ones only (`RS*`, `PS*`, `ES*`, `EdDSA`), never `none` or `HS*`",
+			value: listValue(func(c *Config) *[]string { return &c.AuthAlgorithms })},
+		{env: "MCP_auth_client_id", flag: "auth-client-id",
+			help:  "client id of this server at the identity provider, to introspect opaque tokens (RFC 7662)",
+			value: textValue(func(c *Config) *string { return &c.AuthClientID }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				if (c.AuthClientID == "") != (c.AuthClientSecret == "") {
+					return []string{"introspection needs both MCP_auth_client_id and MCP_auth_client_secret"}
+				}
+				return nil
+			}},
+		{env: "MCP_auth_client_secret", flag: "auth-client-secret",
+			help:  "client secret of MCP_auth_client_id",
+			value: textValue(func(c *Config) *string { return &c.AuthClientSecret }, nil).shown(redact)},
+		{env: "MCP_auth_introspection_url", flag: "auth-introspection-url",
+			help:  "introspection endpoint (default: the one the issuer's metadata names)",
+			value: textValue(func(c *Config) *string { return &c.AuthIntrospectionURL }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				if c.AuthIntrospectionURL == "" {
+					return nil
+				}
+				return problem(secureURL(c.AuthIntrospectionURL))
+			}},
 	}
+}
+
+// scopeCheck refuses an empty scope or one with spaces, which separate
+// scopes.
+func scopeCheck(field func(*Config) string) func(*Config) []string {
+	return func(c *Config) []string {
+		if v := field(c); v == "" || strings.ContainsAny(v, " \t\"") {
+			return []string{fmt.Sprintf("want one scope, such as mcpsearch:read, got %q", v)}
+		}
+		return nil
+	}
+}
+
+// secureURL says what is wrong with an identity provider's URL: it must be
+// https, or http on loopback (a provider on the same machine).
+func secureURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Sprintf("want an https URL such as https://sso.example.com/realms/acme, got %q", s)
+	}
+	if u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname())) {
+		return fmt.Sprintf("%s: use https (http only for a provider on loopback): the server trusts the keys it fetches there", s)
+	}
+	return ""
+}
+
+func loopbackHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // perToolRows document the per-tool settings in the README, after the

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
@@ -606,24 +607,12 @@ func TestMalformedAndUnknownIDs(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
 	emb, _ := embed.NewLocal(384)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := openStore(t, "postgres://u:p@"+freeAddr(t)+"/db?sslmode=disable&connect_timeout=5", emb, IngestOptions{})
+	s := openStore(t, "postgres://u:p@"+closedport.Reserve(t).Addr()+"/db?sslmode=disable&connect_timeout=5", emb, IngestOptions{})
 	calls := map[string]func() error{
 		"Ping":        func() error { return s.Ping(ctx) },
 		"CheckSchema": func() error { return s.CheckSchema(ctx) },
@@ -653,7 +642,8 @@ func TestRecoversWhenTheDatabaseComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
-	addr := freeAddr(t)
+	port := closedport.Reserve(t)
+	addr := port.Addr()
 	down, err := pgtest.WithDatabase(dbURL, cfg.Database)
 	if err != nil {
 		t.Fatal(err)
@@ -669,9 +659,9 @@ func TestRecoversWhenTheDatabaseComesBack(t *testing.T) {
 		t.Fatalf("Ping while down = %v; want ErrUnavailable", err)
 	}
 
-	l, err := net.Listen("tcp", addr)
+	l, err := port.Listen()
 	if err != nil {
-		t.Skipf("cannot listen on %s again: %v", addr, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
 	go relay(l, target)

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
 
@@ -390,9 +391,12 @@ func viaProxy(t *testing.T, dbURL, addr string) string {
 
 // tcpProxy forwards loopback TCP connections to a target and can be cut,
 // like a network outage: cut closes the listener and every connection,
-// restore listens again on the same address.
+// restore listens again on the same address. The port is held for the
+// test, so while cut it refuses connections and no server the suites start
+// can take it.
 type tcpProxy struct {
 	target string
+	port   *closedport.Port
 	addr   string
 
 	mu      sync.Mutex
@@ -402,15 +406,16 @@ type tcpProxy struct {
 	wg      sync.WaitGroup
 }
 
-// newTCPProxy starts a proxy to target on a free loopback port and stops
-// it when the test ends.
+// newTCPProxy starts a proxy to target on a loopback port held for the
+// test and stops it when the test ends.
 func newTCPProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port := closedport.Reserve(t)
+	ln, err := port.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	p := &tcpProxy{target: target, port: port, addr: port.Addr(), conns: map[net.Conn]struct{}{}}
 	p.start(ln)
 	t.Cleanup(func() {
 		p.cut()
@@ -515,7 +520,7 @@ func (p *tcpProxy) cuts() int {
 // restore listens on the proxy's address again.
 func (p *tcpProxy) restore(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
+	ln, err := p.port.Listen()
 	if err != nil {
 		t.Fatalf("restore the database proxy on %s: %v", p.addr, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -30,14 +30,8 @@ func TestErrorClassification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusedAddr := l.Addr().String()
-	l.Close()
 	refused := *u
-	refused.Host = refusedAddr
+	refused.Host = closedport.Reserve(t).Addr()
 
 	tests := []struct {
 		name      string

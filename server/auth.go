@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/config"
 )
@@ -129,10 +130,10 @@ func parseScopes(v string) (bool, error) {
 	return write, nil
 }
 
-// CheckExposure refuses to serve HTTP beyond loopback without keys unless
-// the operator said --auth none.
+// CheckExposure refuses to serve HTTP beyond loopback without keys or an
+// identity provider unless the operator said --auth none.
 func CheckExposure(cfg config.Config, keys []APIKey) error {
-	if !cfg.HTTP() || len(keys) > 0 || cfg.Auth == "none" {
+	if !cfg.HTTP() || len(keys) > 0 || cfg.OAuth() || cfg.Auth == "none" {
 		return nil
 	}
 	if isLoopbackAddr(cfg.Addr) {
@@ -140,6 +141,7 @@ func CheckExposure(cfg config.Config, keys []APIKey) error {
 	}
 	return fmt.Errorf("refusing to listen on %s without API keys: anyone who can reach it could use the tools. "+
 		"Set MCP_API_KEYS (or MCP_API_KEYS_FILE / --api-keys-file; with docker compose, MCP_API_KEYS in the .env file that `make compose-env` writes), "+
+		"or MCP_auth_issuer to sign in with your identity provider, "+
 		"listen on 127.0.0.1, or pass --auth none to serve without access control", cfg.Addr)
 }
 
@@ -159,9 +161,23 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// identity is the caller of a request: the key it presented, if any.
+// identity is the caller of a request: the API key it presented, or the
+// grant of the access token it brought, or neither (stdio, a server
+// without access control).
 type identity struct {
-	key *APIKey
+	key   *APIKey
+	token *tokenGrant
+}
+
+// tokenGrant is what a checked access token lets its bearer do.
+type tokenGrant struct {
+	subject string
+	write   bool
+	// conversations, when not nil, are the only ones the token may touch.
+	conversations []string
+	// writeScope is the scope a write needs, and writeChallenge the
+	// WWW-Authenticate that asks for it.
+	writeScope, writeChallenge string
 }
 
 type identityKey struct{}
@@ -175,17 +191,118 @@ func identityFrom(ctx context.Context) identity {
 	return id
 }
 
-// name is the key's name, or "" without keys.
+// name names the caller in messages and jobs: the key's name or the
+// token's subject; "" for neither.
 func (id identity) name() string {
+	switch {
+	case id.key != nil:
+		return id.key.Name
+	case id.token != nil:
+		return id.token.subject
+	}
+	return ""
+}
+
+// keyName is the name of the caller's API key, "" without one.
+func (id identity) keyName() string {
 	if id.key == nil {
 		return ""
 	}
 	return id.key.Name
 }
 
+// subject is the subject of the caller's access token, "" without one.
+func (id identity) subject() string {
+	if id.token == nil {
+		return ""
+	}
+	return id.token.subject
+}
+
+// bucket names the caller's rate-limit buckets: the key's name, or the
+// token's subject set apart from key names (which hold no space).
+func (id identity) bucket() string {
+	if id.token != nil {
+		return tokenPrefix + id.token.subject
+	}
+	return id.keyName()
+}
+
+// tokenPrefix sets the names of token callers apart from key names, which
+// hold no space.
+const tokenPrefix = "oauth "
+
+// serverKey names the MCP server, and the SSE handler, that serve the
+// caller over transport: one per key, as before tokens. Every token shares
+// one server where each request brings its caller (streamable HTTP in its
+// TokenInfo, the REST facade in its pending call); over legacy SSE, where
+// a message carries nothing of its own, the server is the session's and
+// holds the whole grant.
+func (id identity) serverKey(transport string) string {
+	if id.token == nil {
+		return id.keyName()
+	}
+	if transport != "sse" {
+		return tokenPrefix + "shared"
+	}
+	g := id.token
+	convs := "*"
+	if g.conversations != nil {
+		convs = strings.Join(g.conversations, ",")
+	}
+	return fmt.Sprintf("%s%q write=%t conversations=%q", tokenPrefix, g.subject, g.write, convs)
+}
+
+// userID binds streamable HTTP sessions to the caller: a session opened
+// with one key or one person's token refuses the requests of another.
+func (id identity) userID() string {
+	if id.token != nil {
+		return tokenPrefix + id.token.subject
+	}
+	return id.keyName()
+}
+
+// conversations are the only conversations the caller may touch; nil for
+// any.
+func (id identity) conversations() []string {
+	switch {
+	case id.key != nil:
+		return id.key.Conversations
+	case id.token != nil:
+		return id.token.conversations
+	}
+	return nil
+}
+
 // allows reports whether the caller may touch conversation conv.
 func (id identity) allows(conv string) bool {
-	return id.key == nil || id.key.Conversations == nil || slices.Contains(id.key.Conversations, conv)
+	only := id.conversations()
+	return only == nil || slices.Contains(only, conv)
+}
+
+// identityExtra is the key of the caller in the TokenInfo the SDK hands
+// to every message of a streamable HTTP request.
+const identityExtra = "mcpsearch.identity"
+
+// requestIdentity is the caller of an MCP request: the one its HTTP
+// request authenticated, which streamable HTTP carries in the request's
+// TokenInfo and a REST invocation in its pending call; else fallback, the
+// caller the MCP server was made for.
+func (s *Server) requestIdentity(transport string, req mcp.Request, fallback identity) identity {
+	if req == nil {
+		return fallback
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		if id, ok := ex.TokenInfo.Extra[identityExtra].(identity); ok {
+			return id
+		}
+	}
+	if ctr, ok := req.(*mcp.CallToolRequest); ok && transport == restTransport {
+		if h := s.pendingHeaders(transport, ctr); h != nil && h.caller != nil {
+			return *h.caller
+		}
+	}
+	return fallback
 }
 
 // match finds the key whose hash equals token's, comparing against every
@@ -209,15 +326,16 @@ func (s *Server) protect(next http.Handler) http.Handler { return s.protectWith(
 // protectWith is protect answering failures with fail, for routes whose
 // error body has another shape (the REST facade).
 func (s *Server) protectWith(fail func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
-	keys := len(s.deps.APIKeys) > 0 && s.cfg.Auth != "none"
 	// The SDK binds streamable HTTP sessions to the TokenInfo's UserID, so a
-	// session opened with one key cannot be used with another.
-	bind := auth.RequireBearerToken(func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-		k := s.match(token)
-		if k == nil {
+	// session opened by one caller cannot be used by another, and hands the
+	// TokenInfo to every message of the request: it carries the caller to
+	// the MCP middleware (requestIdentity).
+	bind := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		id := identityFrom(ctx)
+		if id.key == nil && id.token == nil {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: k.Name}, nil
+		return &auth.TokenInfo{UserID: id.userID(), Extra: map[string]any{identityExtra: id}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	bound := bind(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) }))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,32 +344,53 @@ func (s *Server) protectWith(fail func(http.ResponseWriter, *http.Request, error
 				Message: fmt.Sprintf("origin %s is not allowed (MCP_allowed_origins)", origin)})
 			return
 		}
-		if !keys {
+		if !s.accessControlled() {
 			next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{})))
 			return
 		}
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
-			fail(w, r, errNoKey)
+		id, err := s.authenticate(r)
+		if err != nil {
+			fail(w, r, err)
 			return
 		}
-		k := s.match(strings.TrimSpace(token))
-		if k == nil {
-			fail(w, r, errBadKey)
-			return
-		}
-		bound.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), identity{key: k})))
+		bound.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
 	})
 }
 
-// authenticated reports whether r carries a valid key, or no keys are
-// asked for.
+// accessControlled reports whether the HTTP surfaces ask for credentials:
+// API keys or an identity provider's tokens, unless MCP_auth=none.
+func (s *Server) accessControlled() bool {
+	return (len(s.deps.APIKeys) > 0 || s.deps.Tokens != nil) && s.cfg.Auth != "none"
+}
+
+// authenticate finds the caller of r by its bearer credential: one of the
+// API keys, else an access token of the identity provider.
+func (s *Server) authenticate(r *http.Request) (identity, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
+		if s.deps.Tokens != nil {
+			return identity{}, s.noCredentials(r)
+		}
+		return identity{}, errNoKey
+	}
+	if k := s.match(token); k != nil {
+		return identity{key: k}, nil
+	}
+	if s.deps.Tokens == nil {
+		return identity{}, errBadKey
+	}
+	return s.tokenIdentity(r, token)
+}
+
+// authenticated reports whether r carries a valid key or token, or no
+// credentials are asked for.
 func (s *Server) authenticated(r *http.Request) bool {
-	if len(s.deps.APIKeys) == 0 || s.cfg.Auth == "none" {
+	if !s.accessControlled() {
 		return true
 	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "bearer") && s.match(strings.TrimSpace(token)) != nil
+	_, err := s.authenticate(r)
+	return err == nil
 }
 
 // originAllowed accepts listed origins and, on a loopback listener,

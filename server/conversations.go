@@ -58,8 +58,8 @@ func listConversationsTool() declared {
 func (d docsTools) listConversations(ctx context.Context, in ListConversationsInput) (*mcp.CallToolResult, ListConversationsOutput, error) {
 	q := docs.ConversationQuery{Limit: in.Limit, Cursor: strings.TrimSpace(in.Cursor)}
 	// A key limited to some conversations sees those only.
-	if id := identityFrom(ctx); id.key != nil && id.key.Conversations != nil {
-		q.Only = id.key.Conversations
+	if only := identityFrom(ctx).conversations(); only != nil {
+		q.Only = only
 	}
 	p, err := d.store.ListConversationsPage(ctx, q)
 	if err != nil {

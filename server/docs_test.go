@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 	"github.com/mcpsearch/mcpsearch/jobs"
@@ -335,12 +336,7 @@ func TestDocsToolsArguments(t *testing.T) {
 // driver's error holds or the words of its wrappers; each failure's cause
 // goes to the log once. web_search does not depend on the database.
 func TestDatabaseDownIsOneSentence(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := closedport.Reserve(t).Addr()
 	leaks := []string{"leakuser", "leakpass", "leakdb", addr, "127.0.0.1", "dial", "connect", "docs:", "list files"}
 	const sentence = "the document store is unavailable right now; try again shortly"
 

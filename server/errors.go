@@ -35,6 +35,9 @@ type ToolError struct {
 	// only the operator should see (database users, names, addresses): it
 	// goes to the log once, never to the caller.
 	cause error
+	// challenge, when set, is the WWW-Authenticate of the refusal: where
+	// to sign in and which scope is missing.
+	challenge string
 }
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
@@ -49,9 +52,9 @@ func badArg(format string, args ...any) error {
 	return &invalidArgs{msg: fmt.Sprintf(format, args...)}
 }
 
-// errForbiddenConversation is returned when a scoped key names a
+// errForbiddenConversation is returned when a scoped key or token names a
 // conversation outside its scope.
-var errForbiddenConversation = errors.New("this API key may not access that conversation")
+var errForbiddenConversation = errors.New("this API key or access token may not access that conversation")
 
 // errNoKey and errBadKey are the failures of the bearer key check.
 var (
@@ -228,10 +231,12 @@ func classifyRequest(r *http.Request, err error) *ToolError {
 	return te
 }
 
-// errorHeaders sets the headers an error's class calls for: the key to
-// send, or when to call again.
+// errorHeaders sets the headers an error's class calls for: the
+// credential to send, or when to call again.
 func errorHeaders(w http.ResponseWriter, te *ToolError) {
 	switch {
+	case te.challenge != "":
+		w.Header().Set("WWW-Authenticate", te.challenge)
 	case te.Status == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpsearch", error="invalid_token"`)
 	case te.RetryAfterMS > 0:

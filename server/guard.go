@@ -173,7 +173,8 @@ func (w *statusRewriter) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusRewriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// sseHandler serves legacy SSE with one SDK handler per API key: a session
+// sseHandler serves legacy SSE with one SDK handler per API key (and per
+// grant of an access token, see identity.serverKey): a session
 // lives in the handler of the key that opened it, so a POST with another
 // key does not find it (404), and calls always run with the scope, limits
 // and audit name of the key that opened the session. It also bounds the
@@ -192,11 +193,10 @@ func (s *Server) newSSEHandler() *sseHandler {
 func (h *sseHandler) forKey(id identity) *mcp.SSEHandler {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := id.name()
+	k := id.serverKey("sse")
 	sh, ok := h.handlers[k]
 	if !ok {
-		srv := h.s.serverFor("sse", id)
-		sh = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
+		sh = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return h.s.serverFor("sse", id) }, &mcp.SSEOptions{MaxRequestBodyBytes: maxMCPBody})
 		h.handlers[k] = sh
 	}
 	return sh
@@ -210,7 +210,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sh.ServeHTTP(w, r)
 		return
 	}
-	pk := id.name() + "\x00" + session
+	pk := id.serverKey("sse") + "\x00" + session
 	h.mu.Lock()
 	if h.pending[pk] >= maxPendingPerSSESession {
 		h.mu.Unlock()

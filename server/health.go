@@ -29,7 +29,29 @@ type instanceLister interface {
 // readiness answers /readyz: 200 when every enabled dependency answers,
 // 503 otherwise, with one entry per dependency.
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	checks := s.dependencyChecks(r.Context(), s.authenticated(r))
+	status, code := "ready", http.StatusOK
+	for name, c := range checks {
+		if c.Status == "down" {
+			status, code = "unavailable", http.StatusServiceUnavailable
+		}
+		// Error texts name users, databases and hosts: they go to the log
+		// and to authenticated callers only.
+		if c.Error != "" {
+			s.log.Warn("readiness", "dependency", name, "status", c.Status, "error", c.Error)
+			if !s.authenticated(r) {
+				c.Error, c.Detail = "", ""
+				checks[name] = c
+			}
+		}
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+}
+
+// dependencyChecks checks every enabled dependency, as /readyz reports
+// them, within 3 seconds; detailed adds each SearXNG instance.
+func (s *Server) dependencyChecks(ctx context.Context, detailed bool) map[string]check {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	checks := map[string]check{}
 	var mu sync.Mutex
@@ -70,7 +92,7 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	wg.Wait()
-	if il, ok := s.deps.Search.(instanceLister); ok && s.authenticated(r) {
+	if il, ok := s.deps.Search.(instanceLister); ok && detailed {
 		if c, ok := checks["searxng"]; ok {
 			c.Instances = il.Instances()
 			checks["searxng"] = c
@@ -79,22 +101,7 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request) {
 	if s.deps.Audit != nil {
 		checks["audit"] = auditCheck(s.deps.Audit)
 	}
-	status, code := "ready", http.StatusOK
-	for name, c := range checks {
-		if c.Status == "down" {
-			status, code = "unavailable", http.StatusServiceUnavailable
-		}
-		// Error texts name users, databases and hosts: they go to the log
-		// and to authenticated callers only.
-		if c.Error != "" {
-			s.log.Warn("readiness", "dependency", name, "status", c.Status, "error", c.Error)
-			if !s.authenticated(r) {
-				c.Error, c.Detail = "", ""
-				checks[name] = c
-			}
-		}
-	}
-	writeJSON(w, code, map[string]any{"status": status, "checks": checks})
+	return checks
 }
 
 // auditCheck reports where audit rows go. Rows waiting while the database

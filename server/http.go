@@ -18,8 +18,9 @@ const maxMCPBody = 4 << 20
 
 // Handler returns the HTTP surface: streamable HTTP at /mcp and legacy SSE
 // at /sse (its message endpoint is /sse?sessionid=...), for the transports
-// the configuration enables; the upload API under /v1/; /healthz (alive),
-// /readyz (dependencies) and /metrics (Prometheus).
+// the configuration enables; the upload API under /v1/; the web page under
+// /ui/ (MCP_ui_enabled); /healthz (alive), /readyz (dependencies) and
+// /metrics (Prometheus).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if s.cfg.Serves("http") {
@@ -45,6 +46,10 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/v1/", bodyDeadline(uploadBodyTimeout, s.protect(api)))
 	}
 	s.restRoutes(mux)
+	s.oauthRoutes(mux)
+	if s.cfg.UIEnabled {
+		mux.Handle("/ui/", bodyDeadline(mcpBodyTimeout, s.uiRoute()))
+	}
 	mux.Handle("GET /metrics", s.protect(s.metricsHandler()))
 	mux.HandleFunc("GET /readyz", s.readiness)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +183,8 @@ type pendingCall struct {
 	// header is the HTTP request's header where the MCP request has none
 	// of its own (a REST invocation's in-process session).
 	header http.Header
+	// caller is who makes a REST invocation.
+	caller *identity
 }
 
 // requestHeader returns the HTTP header of an MCP request: its own, or

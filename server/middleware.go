@@ -24,6 +24,7 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			s.active.Add(1)
 			defer s.active.Add(-1)
+			id := s.requestIdentity(transport, req, id)
 			ctx = withIdentity(ctx, id)
 			ctr, ok := req.(*mcp.CallToolRequest)
 			if !ok || method != "tools/call" {
@@ -122,7 +123,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 // error. A call the shared store could not decide is counted and its cause
 // logged.
 func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
-	d, err := s.limits.take(ctx, c.Identity.name(), c.Tool)
+	d, err := s.limits.take(ctx, c.Identity.bucket(), c.Tool)
 	if err != nil {
 		return classify(ctx, err)
 	}
@@ -231,6 +232,11 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 	took := s.now().Sub(c.Start)
 	o := c.outcome()
 	attrs := []any{"tool", c.Tool, "ms", took.Milliseconds(), "transport", c.Transport, "request_id", c.RequestID}
+	if sub := c.Identity.subject(); sub != "" {
+		attrs = append(attrs, "subject", sub)
+	} else if key := c.Identity.keyName(); key != "" {
+		attrs = append(attrs, "api_key", key)
+	}
 	if c.Session != "" {
 		attrs = append(attrs, "session", c.Session)
 	}
@@ -258,7 +264,8 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 		Arguments:      validJSON(c.Args),
 		LatencyMS:      int(took.Milliseconds()),
 		Transport:      c.Transport,
-		APIKey:         c.Identity.name(),
+		APIKey:         c.Identity.keyName(),
+		Subject:        c.Identity.subject(),
 		SessionID:      c.Session,
 		ClientName:     c.Client.Name,
 		ClientVersion:  c.Client.Version,

@@ -106,7 +106,7 @@ func (s *Server) openAPIDocument() map[string]any {
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 		},
 	}
-	if len(s.deps.APIKeys) > 0 && s.cfg.Auth != "none" {
+	if s.accessControlled() {
 		doc["security"] = []any{map[string]any{"bearer": []string{}}}
 	}
 	return doc

@@ -17,8 +17,9 @@ import (
 // from the bucket all its callers share, or from neither: both are decided
 // together, so a call the ceiling refuses costs the caller nothing.
 //
-// A caller is an API key; without keys (stdio, where each client runs its
-// own process, or a loopback listener) all callers share the tool's bucket.
+// A caller is an API key or the subject of an access token (identity.bucket);
+// without either (stdio, where each client runs its own process, or a
+// loopback listener) all callers share the tool's bucket.
 // memoryLimiter keeps the buckets in this process; sharedLimiter keeps them
 // in PostgreSQL, so that every replica spends from one budget per key and
 // tool.
@@ -68,8 +69,9 @@ type memoryLimiter struct {
 	buckets map[bucketKey]*bucket
 }
 
-// bucketKey names one bucket. Keys are the configured API keys' names, so
-// the map is bounded by keys × tools.
+// bucketKey names one bucket. Callers are the configured API keys' names
+// and the subjects of access tokens, so the map is bounded by (keys +
+// people) × tools.
 type bucketKey struct{ caller, tool string }
 
 type bucket struct {

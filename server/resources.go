@@ -86,7 +86,7 @@ func (s *Server) resourceListMiddleware(id identity) mcp.Middleware {
 			if method != "resources/list" {
 				return next(ctx, method, req)
 			}
-			return s.listFileResources(ctx, id)
+			return s.listFileResources(ctx, s.requestIdentity("", req, id))
 		}
 	}
 }
@@ -94,10 +94,7 @@ func (s *Server) resourceListMiddleware(id identity) mcp.Middleware {
 // listFileResources answers resources/list with the most recent ready files the
 // caller may see.
 func (s *Server) listFileResources(ctx context.Context, id identity) (*mcp.ListResourcesResult, error) {
-	var convs []string
-	if id.key != nil && id.key.Conversations != nil {
-		convs = id.key.Conversations
-	}
+	convs := id.conversations()
 	files, err := s.deps.Docs.RecentFiles(ctx, convs, maxListedResources)
 	if err != nil {
 		return nil, s.resourceError(ctx, "list files", err)

@@ -134,7 +134,7 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 		writeRESTError(w, r, err)
 		return
 	}
-	holder := &pendingCall{header: r.Header}
+	holder := &pendingCall{header: r.Header, caller: &id}
 	hid := s.pending.add(holder)
 	defer s.pending.remove(hid)
 	meta := mcp.Meta{restCallMeta: hid}
@@ -177,11 +177,13 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 const restCallMeta = "io.mcpsearch/rest-call"
 
 // restSession returns the in-process MCP session of a caller, connecting it
-// on first use. Sessions are few (one per key) and serve calls concurrently.
+// on first use. Sessions are few (one per key, one for every token, whose
+// calls bring their caller in their pending call) and serve calls
+// concurrently.
 func (s *Server) restSession(ctx context.Context, id identity) (*mcp.ClientSession, error) {
 	s.restMu.Lock()
 	defer s.restMu.Unlock()
-	if cs, ok := s.restSessions[id.name()]; ok {
+	if cs, ok := s.restSessions[id.serverKey(restTransport)]; ok {
 		return cs, nil
 	}
 	ct, st := mcp.NewInMemoryTransports()
@@ -196,7 +198,7 @@ func (s *Server) restSession(ctx context.Context, id identity) (*mcp.ClientSessi
 	if s.restSessions == nil {
 		s.restSessions = map[string]*mcp.ClientSession{}
 	}
-	s.restSessions[id.name()] = cs
+	s.restSessions[id.serverKey(restTransport)] = cs
 	return cs, nil
 }
 

@@ -41,11 +41,32 @@ func toolsetOf(d toolDef) string {
 	return toolsetDocs
 }
 
-// canWrite reports whether the caller may change documents: a key with
-// the write scope, or no key at all (stdio, a loopback server without
-// keys: whoever runs it owns it).
+// canWrite reports whether the caller may change documents: a key or a
+// token with the write scope, or no credential at all (stdio, a loopback
+// server without keys: whoever runs it owns it).
 func (id identity) canWrite() bool {
-	return id.key == nil || id.key.write
+	switch {
+	case id.key != nil:
+		return id.key.write
+	case id.token != nil:
+		return id.token.write
+	}
+	return true
+}
+
+// readOnly is the refusal of a write by a caller that may only read,
+// naming how it could: the scope a key or a token lacks. What is refused
+// is said first (what).
+func (id identity) readOnly(what string) *ToolError {
+	te := &ToolError{Code: CodeAuthError, Status: http.StatusForbidden}
+	if g := id.token; g != nil {
+		te.Message = fmt.Sprintf("%s and the access token of %s lacks the scope %s: sign in again asking for it (your identity provider must grant it)",
+			what, g.subject, g.writeScope)
+		te.challenge = g.writeChallenge
+		return te
+	}
+	te.Message = fmt.Sprintf("%s and key %s may only read: give the key scopes=read,write in the keys file to let it add or delete documents", what, id.name())
+	return te
 }
 
 // requestedToolsets reads X-MCP-Toolsets: the groups the request narrows
@@ -73,8 +94,7 @@ func requestedToolsets(h http.Header) []string {
 // only theirs. A header may narrow what a key sees, never widen it.
 func toolAccess(id identity, h http.Header, d toolDef) *ToolError {
 	if d.write && !id.canWrite() {
-		return &ToolError{Code: CodeAuthError, Status: http.StatusForbidden, Message: fmt.Sprintf(
-			"%s changes documents and key %s may only read: give the key scopes=read,write in the keys file to let it add or delete documents", d.tool.Name, id.name())}
+		return id.readOnly(d.tool.Name + " changes documents")
 	}
 	if sets := requestedToolsets(h); sets != nil && !slices.Contains(sets, toolsetOf(d)) {
 		return &ToolError{Code: CodeAuthError, Status: http.StatusForbidden, Message: fmt.Sprintf(
@@ -100,6 +120,7 @@ func headerOf(req mcp.Request) http.Header {
 func (s *Server) toolListMiddleware(id identity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			id := s.requestIdentity("", req, id)
 			res, err := next(ctx, method, req)
 			lt, ok := res.(*mcp.ListToolsResult)
 			if err != nil || !ok || method != "tools/list" {
@@ -129,8 +150,7 @@ func (s *Server) writesRefused(r *http.Request) error {
 			Message: "this server is read-only (MCP_read_only): it stores and deletes no documents"}
 	}
 	if id := identityFrom(r.Context()); !id.canWrite() {
-		return &ToolError{Code: CodeAuthError, Status: http.StatusForbidden, Message: fmt.Sprintf(
-			"key %s may only read: give it scopes=read,write in the keys file to let it upload or delete documents", id.name())}
+		return id.readOnly("uploading and deleting change documents")
 	}
 	return nil
 }

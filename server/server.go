@@ -46,8 +46,8 @@ type Server struct {
 	active atomic.Int64
 }
 
-// serverKey names one MCP server: a transport and, over HTTP with keys,
-// the key, so every call knows who made it and through what.
+// serverKey names one MCP server: a transport and, over HTTP, the caller
+// (identity.serverKey), so every call knows who made it and through what.
 type serverKey struct {
 	transport string
 	key       string
@@ -88,8 +88,18 @@ func (s *Server) MCP(transport string) *mcp.Server { return s.serverFor(transpor
 
 // serverFor returns the MCP server of one transport and caller. Servers
 // share limits and caches; they are few (transports × keys) and made once.
+// Tokens share one server per transport, whose requests bring their caller
+// (requestIdentity); it is made for a caller that may do nothing, should
+// a request ever come without one. Over legacy SSE a token's server is its
+// session's, made when the session opens and gone with it.
 func (s *Server) serverFor(transport string, id identity) *mcp.Server {
-	k := serverKey{transport, id.name()}
+	if id.token != nil {
+		if transport == "sse" {
+			return s.newMCPServer(transport, id)
+		}
+		id = identity{token: &tokenGrant{conversations: []string{}}}
+	}
+	k := serverKey{transport, id.serverKey(transport)}
 	s.mu.Lock()
 	m, ok := s.servers[k]
 	s.mu.Unlock()

@@ -25,6 +25,11 @@ func withSources(t *testing.T, d *Deps) {
 	}
 	d.Fetch = fc
 	st := d.Docs.(*docs.Store)
+	// The runner setDocs made runs no crawl: left working beside this one,
+	// it could take a crawl job first and fail it.
+	if old, ok := d.Jobs.(*jobs.Runner); ok {
+		old.Close()
+	}
 	sy := sources.NewSyncer(sources.NewStore(st), fc, crawl.Options{Delay: -1}, nil)
 	r := jobs.NewRunner(jobs.NewStore(st), d.Ingest.(*docs.Ingester), jobs.Options{Poll: 100 * time.Millisecond, Check: 100 * time.Millisecond,
 		Fetch: fc, Kinds: sy.Kinds()})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/oauth"
 	"github.com/mcpsearch/mcpsearch/ratelimit"
 )
 
@@ -39,6 +40,9 @@ type Deps struct {
 	// APIKeys are the keys accepted on the HTTP surfaces; none means no
 	// key is asked for.
 	APIKeys []APIKey
+	// Tokens checks the identity provider's access tokens, accepted on
+	// the HTTP surfaces beside the keys; nil accepts none.
+	Tokens *oauth.Verifier
 	// Audit receives a record of every tool call; nil records nothing.
 	Audit *audit.Writer
 	// RateLimits keeps the token buckets in PostgreSQL, one budget per key

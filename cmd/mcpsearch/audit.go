@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -55,7 +56,7 @@ func auditTail(ctx context.Context, env *environment, args []string) error {
 		return pg.Error("database", err)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tTOOL\tOUTCOME\tMS\tTRANSPORT\tCLIENT\tKEY\tCONVERSATION\tARGUMENTS")
+	fmt.Fprintln(tw, "TIME\tTOOL\tOUTCOME\tMS\tTRANSPORT\tCLIENT\tCALLER\tCONVERSATION\tARGUMENTS")
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		outcome := "ok"
@@ -63,7 +64,7 @@ func auditTail(ctx context.Context, env *environment, args []string) error {
 			outcome = e.ErrorCode
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.CreatedAt.Local().Format("2006-01-02 15:04:05"), e.ToolName, outcome,
-			e.LatencyMS, dash(e.Transport), dash(strings.TrimSpace(e.ClientName+" "+e.ClientVersion)), dash(e.APIKey),
+			e.LatencyMS, dash(e.Transport), dash(strings.TrimSpace(e.ClientName+" "+e.ClientVersion)), dash(cmp.Or(e.APIKey, e.Subject)),
 			dash(e.ConversationID), shorten(string(e.Arguments), 80))
 	}
 	return tw.Flush()

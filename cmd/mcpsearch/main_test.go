@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -46,8 +46,9 @@ func TestCommands(t *testing.T) {
 		{name: "no command", args: nil, exit: 2, stderr: "Usage"},
 		{name: "unknown", args: []string{"frobnicate"}, exit: 2},
 		{name: "serve help", args: []string{"serve", "--help"}, stdout: "MCP_web_search_searxng_url"},
-		{name: "config redacts", vars: map[string]string{"MCP_embed_api_key": "sk-very-secret", "DATABASE_URL": "postgres://u:pw-secret@h/db"},
-			args: []string{"config"}, stdout: "MCP_web_search_max_results=5", notInAny: "secret"},
+		{name: "config redacts", vars: map[string]string{"MCP_embed_api_key": "sk-very-secret", "DATABASE_URL": "postgres://u:pw-secret@h/db",
+			"MCP_auth_client_id": "mcpsearch", "MCP_auth_client_secret": "client-secret-value"},
+			args: []string{"config"}, stdout: "MCP_web_search_max_results=5", notInAny: "-secret"},
 		{name: "bad env names the variable", vars: map[string]string{"MCP_web_search_timeout_ms": "fast"}, args: []string{"serve"},
 			exit: 2, notInAny: "panic"},
 		{name: "exposed without keys", args: []string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--docs-enabled=false"}, exit: 2},
@@ -366,13 +367,8 @@ func TestAuditDatabaseAdvice(t *testing.T) {
 	}
 	wrong := *u
 	wrong.User = url.UserPassword(u.User.Username(), "not-the-password")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	refused := *u
-	refused.Host = l.Addr().String()
-	l.Close()
+	refused.Host = closedport.Reserve(t).Addr()
 	tests := []struct {
 		name     string
 		url      string

@@ -93,6 +93,13 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 	if err := server.CheckExposure(cfg, deps.APIKeys); err != nil {
 		return nil, nil, usageError{err}
 	}
+	if deps.Tokens, err = server.NewTokenVerifier(cfg); err != nil {
+		return nil, nil, usageError{err}
+	}
+	if deps.Tokens != nil {
+		log.Info("signing in with the identity provider", "issuer", cfg.AuthIssuer, "resource", cfg.PublicBase()+"/mcp",
+			"metadata", cfg.PublicBase()+"/.well-known/oauth-protected-resource/mcp")
+	}
 	if cfg.WebSearchEnabled {
 		p, err := searxng.NewPool(cfg.SearXNGURLs(), searxng.PoolOptions{Logger: log},
 			searxng.WithTimeout(cfg.WebSearchTimeout), searxng.WithUserAgent("mcpsearch/"+version))

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/internal/closedport"
 )
 
 // Mode selects how the fake answers /search requests.
@@ -106,6 +107,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	mu        sync.Mutex
+	down      []*closedport.Port // the ports of URLDown, released by Close
 	mode      Mode
 	delay     time.Duration
 	requests  int
@@ -158,6 +160,12 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		s.srv.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.down {
+			p.Close()
+		}
+		s.down = nil
 	})
 }
 
@@ -200,18 +208,19 @@ func (s *Server) LastQuery() url.Values {
 	return out
 }
 
-// URLDown returns a loopback base URL on which nothing listens, to model an
-// unreachable SearXNG. It reserves a free port and releases it at once, so
-// a connection to it is refused.
+// URLDown returns a loopback base URL that refuses connections, to model an
+// unreachable SearXNG. Its port stays held until the server closes, so no
+// other server, of this test or another, can answer on it.
 func (s *Server) URLDown() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := closedport.New()
 	if err != nil {
 		// Port 1 is privileged and never served in a test environment.
 		return "http://127.0.0.1:1"
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
+	s.mu.Lock()
+	s.down = append(s.down, p)
+	s.mu.Unlock()
+	return "http://" + p.Addr()
 }
 
 // ResultURL is the URL of result n (counting from 1 across pages) for query q.

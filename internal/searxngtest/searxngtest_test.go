@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -253,9 +256,21 @@ func TestCloseReleasesDelayedRequests(t *testing.T) {
 
 func TestURLDown(t *testing.T) {
 	s := New(t)
-	_, err := http.Get(s.URLDown() + "/healthz")
+	down := s.URLDown()
+	_, err := http.Get(down + "/healthz")
 	if err == nil {
 		t.Fatal("GET on URLDown succeeded")
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("GET on URLDown = %v, want connection refused", err)
+	}
+	// No server can take the port while the fake runs.
+	if l, err := net.Listen("tcp", strings.TrimPrefix(down, "http://")); err == nil {
+		l.Close()
+		t.Errorf("a server could listen on URLDown's %s", down)
 	}
 }
 

@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/mcpsearch/mcpsearch/docs"
+)
+
+func TestRecentSpansConversationsNewestFirst(t *testing.T) {
+	emb := newGate(t)
+	e := newEnv(t, emb, Options{})
+	ctx := context.Background()
+	// Six jobs over three conversations: five cancelled, then one whose
+	// file the gate holds, running until the end.
+	var ids []string
+	for _, conv := range []string{"c1", "c2", "c3", "c1", "c2"} {
+		job, err := e.r.Store().Create(ctx, conv, KindDocument, Input{Title: conv}, "tester")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ended, without files: cancelled.
+		if _, err := e.r.Cancel(ctx, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, job.ID)
+	}
+	running, _, _, err := e.r.AddFiles(ctx, "c3", KindDocument, Input{Title: "held"}, "tester", []docs.Upload{text("held.md", "Held by the gate.")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.release)
+	ids = append(ids, running.ID)
+	slices.Reverse(ids)
+
+	read := func(q RecentQuery) []string {
+		t.Helper()
+		var got []string
+		for {
+			p, err := e.r.Recent(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range p.Jobs {
+				got = append(got, j.ID)
+			}
+			if p.Next == "" {
+				return got
+			}
+			q.Cursor = p.Next
+		}
+	}
+	if got := read(RecentQuery{Limit: 2}); !slices.Equal(got, ids) {
+		t.Fatalf("every job, two a page: %v, want %v", got, ids)
+	}
+	if got := read(RecentQuery{Active: true}); !slices.Equal(got, ids[:1]) {
+		t.Fatalf("active jobs: %v, want %v", got, ids[:1])
+	}
+	if got := read(RecentQuery{Ended: true, Limit: 3}); !slices.Equal(got, ids[1:]) {
+		t.Fatalf("ended jobs: %v, want %v", got, ids[1:])
+	}
+	// ids, newest first, are c3 (running), c2, c1, c3, c2, c1.
+	if got := read(RecentQuery{Conversations: []string{"c1", "c2"}}); !slices.Equal(got, []string{ids[1], ids[2], ids[4], ids[5]}) {
+		t.Fatalf("jobs of c1 and c2: %v", got)
+	}
+	if got := read(RecentQuery{Conversations: []string{}}); len(got) != 0 {
+		t.Fatalf("jobs of no conversation: %v", got)
+	}
+	p, err := e.r.Recent(ctx, RecentQuery{Limit: 1})
+	if err != nil || p.Jobs[0].Status != Running && p.Jobs[0].Status != Queued {
+		t.Fatalf("the held job: %+v %v", p.Jobs, err)
+	}
+
+	// A cursor continues its own listing only.
+	if _, err := e.r.Recent(ctx, RecentQuery{Active: true, Cursor: p.Next}); !errors.Is(err, docs.ErrInvalidArgument) {
+		t.Fatalf("another listing's cursor: %v", err)
+	}
+	if _, err := e.r.Recent(ctx, RecentQuery{Limit: docs.MaxListLimit + 1}); !errors.Is(err, docs.ErrInvalidArgument) {
+		t.Fatalf("limit out of range: %v", err)
+	}
+}
