@@ -4,7 +4,7 @@
 //
 // Every setting is one entry of settings (settings.go): its environment
 // variable, flag, default, help and check. Loading, flags, validation,
-// `mcpsearch config` and the README's table are all read from that list.
+// `mcpsearch config` and the table in doc/configuration.md are all read from that list.
 package config
 
 import (
@@ -39,9 +39,9 @@ type setting struct {
 	// env is the environment variable, flag the flag without dashes.
 	env, flag string
 	// def is the default, written as a user would set it; Default parses
-	// it, and the README shows it.
+	// it, and doc/configuration.md shows it.
 	def string
-	// help is the flag's help. doc is the README's description, in
+	// help is the flag's help. doc is the description in doc/configuration.md, in
 	// Markdown, where it says it differently; help otherwise.
 	help, doc string
 	// group is the group of commands besides serve that read the setting.
@@ -50,7 +50,7 @@ type setting struct {
 	// check reports what is wrong with the setting given the whole
 	// configuration, on top of value's own check.
 	check func(c *Config) []string
-	// more are README rows that follow this setting's.
+	// more are table rows that follow this setting's.
 	more string
 }
 
@@ -396,7 +396,7 @@ func (c *Config) Describe(tools []string) [][2]string {
 	return out
 }
 
-// settingsTable renders the README's table of settings, one row per entry.
+// settingsTable renders the table of settings of doc/configuration.md, one row per entry.
 func settingsTable() string {
 	var b strings.Builder
 	b.WriteString("| environment | flag | default | meaning |\n|---|---|---|---|\n")

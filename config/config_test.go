@@ -197,19 +197,19 @@ func TestDescribeRedactsSecrets(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the README's table of settings")
+var update = flag.Bool("update", false, "rewrite the table of settings in doc/configuration.md")
 
-// TestREADMESettingsTable keeps the README's table of settings in step
+// TestREADMESettingsTable keeps the table of settings (doc/configuration.md) in step
 // with the settings themselves (go test ./config -run README -update
 // rewrites it).
 func TestREADMESettingsTable(t *testing.T) {
-	readmetest.Check(t, filepath.Join("..", "README.md"), "settings", settingsTable(), *update, "go test ./config -run README -update")
+	readmetest.Check(t, filepath.Join("..", "doc", "configuration.md"), "settings", settingsTable(), *update, "go test ./config -run README -update")
 }
 
 // TestSettings checks the list of settings itself: names and flags are
 // unique, every setting has help, the defaults are a valid configuration,
 // and every value shown reads back as itself, so that `mcpsearch config`
-// output can be fed back. The defaults' values are pinned by the README's
+// output can be fed back. The defaults' values are pinned by the
 // table (TestREADMESettingsTable).
 func TestSettings(t *testing.T) {
 	envs, flags := map[string]bool{}, map[string]bool{}

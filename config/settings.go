@@ -173,7 +173,7 @@ const maxVectorWeight = 10
 // halfvec above 2,000) and ranks larger ones exactly, unindexed.
 const maxEmbedDimensions = 16000
 
-// settings lists every setting, in the order the README's table and
+// settings lists every setting, in the order the table in doc/configuration.md and
 // `mcpsearch config` show them. A new setting is a field of Config and one
 // entry here.
 func settings() []setting {
@@ -210,7 +210,7 @@ func settings() []setting {
 			value: boolValue(func(c *Config) *bool { return &c.Stateless })},
 		{env: "MCP_ui_enabled", flag: "ui-enabled", def: "true",
 			help:  "serve the web page at /ui/ on the HTTP listener (documents, jobs, search playground, audit, status; signed in with an API key)",
-			doc:   "serve the [web page](doc/web-page.md) at `/ui/` on the HTTP listener",
+			doc:   "serve the [web page](web-page.md) at `/ui/` on the HTTP listener",
 			value: boolValue(func(c *Config) *bool { return &c.UIEnabled })},
 		{env: "MCP_log_format", flag: "log-format", def: "text",
 			help: "text or json (logs always go to stderr)", doc: "`text` or `json`, always to stderr",
@@ -226,7 +226,7 @@ func settings() []setting {
 			value: boolValue(func(c *Config) *bool { return &c.WebSearchEnabled })},
 		{env: "MCP_web_search_searxng_url", flag: "searxng-url", def: "http://localhost:8888",
 			help:  "base URL of the SearXNG instance, or several separated by commas: the next is tried when one fails",
-			doc:   "your SearXNG; several separated by commas fail over in order (see [SearXNG](#searxng))",
+			doc:   "your SearXNG; several separated by commas fail over in order (see [SearXNG](searxng.md))",
 			value: textValue(func(c *Config) *string { return &c.SearXNGURL }, nil),
 			check: func(c *Config) []string {
 				if !c.WebSearchEnabled {
@@ -300,7 +300,7 @@ func settings() []setting {
 			value: msValue(func(c *Config) *time.Duration { return &c.ToolTimeout })},
 		{env: "MCP_tool_result_max_kb", flag: "tool-result-max-kb", def: "64",
 			help:  "most kilobytes of one tool result's text, and of its structured content; a longer result is cut, with a note saying how to get the rest",
-			doc:   "most kilobytes of one tool result's text, and of its structured content: a longer result is cut, with a note saying how to get the rest (see [Tools](#tools))",
+			doc:   "most kilobytes of one tool result's text, and of its structured content: a longer result is cut, with a note saying how to get the rest (see [Tools](tools.md))",
 			value: intValue(func(c *Config) *int { return &c.ToolResultMaxKB }, between(MinToolResultKB, 4096, " KB"))},
 		{env: "MCP_rate_limit_per_minute", flag: "rate-limit-per-minute", def: "30",
 			help: "default calls per minute per tool (0 disables)", doc: "token bucket refill per tool; `0` disables limiting",
@@ -321,7 +321,7 @@ func settings() []setting {
 			}},
 		{env: "MCP_rate_limit_store", flag: "rate-limit-store", def: "auto",
 			help:  "where the token buckets are kept: memory (each process its own), postgres (one budget per key and tool for every replica on DATABASE_URL) or auto (postgres when DATABASE_URL is set and HTTP or SSE is served, memory otherwise)",
-			doc:   "where the buckets are kept: `memory` (each process its own), `postgres` (one budget per key and tool for every replica on `DATABASE_URL`, one round trip per call) or `auto`: `postgres` when `DATABASE_URL` is set and HTTP or SSE is served, `memory` otherwise (see [shared rate limits](#shared-rate-limits))",
+			doc:   "where the buckets are kept: `memory` (each process its own), `postgres` (one budget per key and tool for every replica on `DATABASE_URL`, one round trip per call) or `auto`: `postgres` when `DATABASE_URL` is set and HTTP or SSE is served, `memory` otherwise (see [shared rate limits](errors-and-rate-limits.md#shared-rate-limits))",
 			value: textValue(func(c *Config) *string { return &c.RateLimitStore }, func(v string) string { return strings.ToLower(strings.TrimSpace(v)) }),
 			check: func(c *Config) []string {
 				if p := oneOf(func(c *Config) string { return c.RateLimitStore }, "auto", "memory", "postgres")(c); p != nil {
@@ -398,7 +398,7 @@ func settings() []setting {
 			value: intValue(func(c *Config) *int { return &c.IndexBuildMemoryMB }, between(1, 2<<20, " megabytes"))},
 		{env: "MCP_docs_vector_weight", flag: "vector-weight", def: "auto",
 			help:  "weight of vector similarity against keywords (1) in hybrid search_docs: auto (calibrated for the embedder: 0.01 for local, 0.5 for model2vec, 1 otherwise) or a number above 0 up to 10",
-			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is calibrated for the embedder (0.01 for `local`, 0.5 for `model2vec`, 1 otherwise; see [search modes](#documents-upload-search-quote))",
+			doc:   "weight of vector similarity against keywords (1) in hybrid search: `auto` is calibrated for the embedder (0.01 for `local`, 0.5 for `model2vec`, 1 otherwise; see [search modes](documents.md))",
 			value: vectorWeightValue()},
 		{env: "MCP_docs_ocr_mode", flag: "ocr-mode", def: "auto", group: Pipeline,
 			help:  "reading scans and images with tesseract: auto (pages without a text layer, and images), force (every page) or off",
@@ -433,7 +433,7 @@ func settings() []setting {
 			value: intValue(func(c *Config) *int { return &c.OCRMaxPages }, between(1, 100000, " pages"))},
 		{env: "MCP_docs_threshold", flag: "threshold", def: "auto",
 			help:  "similarity threshold of search_docs calls that set none: auto (calibrated for the embedder: 0.17 for local at 384 dimensions, 0.3 for model2vec, 0.7 otherwise) or a number above 0 up to 1",
-			doc:   "similarity threshold of `search_docs` calls that set none: `auto` is calibrated for the embedder (see [default similarity threshold](#documents-upload-search-quote))",
+			doc:   "similarity threshold of `search_docs` calls that set none: `auto` is calibrated for the embedder (see [default similarity threshold](documents.md))",
 			value: thresholdValue()},
 
 		{env: "MCP_embed_provider", flag: "embed-provider", def: "local", group: Embed,
@@ -499,7 +499,7 @@ func settings() []setting {
 			value: listValue(func(c *Config) *[]string { return &c.APIKeys }).shown(func(s string) string { return redactList(splitList(s)) })},
 		{env: "MCP_API_KEYS_FILE", flag: "api-keys-file",
 			help:  "file of API keys, one per line: KEY [name=NAME] [conversations=ID,ID...]",
-			doc:   "keys file, see [Access control](#access-control)",
+			doc:   "keys file, see [Access control](access-control.md)",
 			value: textValue(func(c *Config) *string { return &c.APIKeysFile }, nil)},
 		{env: "MCP_auth", flag: "auth",
 			help:  "access control of the HTTP transports: keys, or none to serve without keys beyond loopback",
@@ -549,7 +549,7 @@ func settings() []setting {
 			}},
 		{env: "MCP_auth_issuer", flag: "auth-issuer",
 			help:  "issuer URL of the OAuth authorization server (a Keycloak realm, an Entra ID tenant's v2.0 issuer, ...): turns on sign-in with its access tokens, beside API keys",
-			doc:   "issuer URL of your identity provider: turns on sign-in with its access tokens beside API keys, see [Signing in with your identity provider](doc/identity-provider.md)",
+			doc:   "issuer URL of your identity provider: turns on sign-in with its access tokens beside API keys, see [Signing in with your identity provider](identity-provider.md)",
 			value: textValue(func(c *Config) *string { return &c.AuthIssuer }, strings.TrimSpace),
 			check: func(c *Config) []string {
 				if c.AuthIssuer == "" {
@@ -646,7 +646,7 @@ func loopbackHost(h string) bool {
 	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
-// perToolRows document the per-tool settings in the README, after the
+// perToolRows document the per-tool settings in doc/configuration.md, after the
 // defaults they override.
 const perToolRows = "| `MCP_<tool>_rate_limit_per_minute`, `MCP_<tool>_rate_limit_burst` | `--rate-limit TOOL=N[/BURST]` | the defaults above | one tool's own bucket, e.g. `MCP_web_search_rate_limit_per_minute=10` |\n" +
 	"| `MCP_<tool>_rate_limit_global_per_minute` | | none | a ceiling on one tool for all callers together, on top of each key's bucket, e.g. `MCP_web_search_rate_limit_global_per_minute=120` to protect a small SearXNG |\n"

@@ -18,7 +18,7 @@ import (
 // background, rather than maintained as chunks are stored: an HNSW insert
 // costs milliseconds a row, which capped ingestion near 300 chunks a second
 // per core, while pgvector builds the same index several times faster in
-// one pass (see the README's performance section).
+// one pass (see doc/performance.md).
 //
 // Every write of chunks takes a number from chunk_write_seq and stamps it
 // on the chunks and their file (write_seq). An index covers the chunks of

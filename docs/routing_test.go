@@ -56,7 +56,7 @@ func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDa
 
 // fanOut names the statements of the store that ask every shard, by a
 // fragment of their text: none of them is about one conversation, and the
-// README's "Scaling out" gives their cost.
+// doc/scaling-out.md gives their cost.
 var fanOut = []struct{ fragment, why string }{
 	{"WHERE processing_files > 0", "a worker's poll for conversations with files to process"},
 	{"FROM conversation_purges ORDER BY requested_at", "the purge looking for deleted conversations"},

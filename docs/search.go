@@ -26,7 +26,7 @@ const (
 )
 
 // DefaultBM25K1 and DefaultBM25B are the BM25 parameters used unless
-// Options sets others; see the README's search quality section for how they
+// Options sets others; see doc/documents.md (search quality) for how they
 // were chosen.
 const (
 	DefaultBM25K1 = 0.9

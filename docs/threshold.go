@@ -33,7 +33,7 @@ const localModelPrefix = "local-hash-v1-"
 // collisions, whose size shrinks as 1/√dims, on top of the n-grams texts
 // share; its relevant matches sit at 0.2-0.5, far below a real model's. The
 // constants were fitted on the shipped minibeir dataset (see
-// TestDefaultThresholdCalibration and the README's search section): at each
+// TestDefaultThresholdCalibration and doc/documents.md): at each
 // of 128, 384 and 1,536 dimensions every query whose best vector hit is
 // relevant keeps it, and at most a fifth of the non-relevant hits of the
 // top 10 pass.

@@ -414,7 +414,7 @@ func TestCleanMessages(t *testing.T) {
 }
 
 // newFullHarness returns a harness offering every tool of the catalogue,
-// so that the golden schemas and the README's reference list each one
+// so that the golden schemas and the reference in doc/tools.md list each one
 // without this harness knowing them. Its document store, whose embedder
 // the search_docs schema describes (emb, or the default local one when
 // nil), points at a port where nothing listens: listing tools needs no

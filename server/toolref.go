@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ToolReference renders tools as the Markdown reference the README embeds,
+// ToolReference renders tools as the Markdown reference doc/tools.md embeds,
 // so that the documentation is generated from the definitions themselves.
 func ToolReference(tools []*mcp.Tool) string {
 	var b strings.Builder

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/internal/readmetest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden tool schemas and the README's tool reference")
+var update = flag.Bool("update", false, "rewrite the golden tool schemas and the tool reference in doc/tools.md")
 
 // listTools returns every tool of a server with all tools enabled, whose
 // documents store embeds with emb (nil: the default local embedder).
@@ -111,14 +111,14 @@ func TestToolTextFollowsEmbedder(t *testing.T) {
 	}
 }
 
-// TestREADMEToolReference keeps the README's tool reference in step with
+// TestREADMEToolReference keeps the tool reference (doc/tools.md) in step with
 // the tool definitions: as the default (hashing) embedder has them, and
 // what a semantic embedder changes.
 func TestREADMEToolReference(t *testing.T) {
 	intro := fmt.Sprintf("With `MCP_embed_provider` `model2vec` (shown here), `openai` or `ollama`, whose models match meaning, it says instead "+
 		"(the default threshold is the embedder's: %.2f for model2vec, %.2f for the others):", docs.Model2VecThreshold, docs.RemoteThreshold)
 	ref := ToolReference(listTools(t, nil)) + ToolDifferences(listTools(t, nil), listTools(t, semanticEmbedder(t)), "with a semantic embedder", intro)
-	readmetest.Check(t, filepath.Join("..", "README.md"), "tools", ref, *update, "go test ./server -run README -update")
+	readmetest.Check(t, filepath.Join("..", "doc", "tools.md"), "tools", ref, *update, "go test ./server -run README -update")
 }
 
 // TestCatalogue checks the list every surface reads tools from: names are

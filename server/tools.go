@@ -53,7 +53,7 @@ type Deps struct {
 // catalogue lists every tool mcpsearch has, in the order clients see them.
 // Each is declared whole in its own file (see tool); the middleware, the
 // per-tool settings, the error table, /readyz, the REST facade and OpenAPI
-// document, the golden schemas and the README's reference all read this
+// document, the golden schemas and the reference in doc/tools.md all read this
 // list. A new tool is one line here, and a new backend one field of Deps.
 func catalogue() []declared {
 	return []declared{

@@ -262,7 +262,7 @@ type bestHit struct {
 // writeThresholdReport shows how the vector similarity of each query's best
 // hit splits between hits judged relevant and the others, and what the
 // default threshold keeps of each: the figures a threshold is calibrated on
-// for an embedding model (see the README's default similarity threshold).
+// for an embedding model (see the default similarity threshold in doc/documents.md).
 func writeThresholdReport(w io.Writer, ds *eval.Dataset, best map[string]bestHit, threshold float64) {
 	var rel, non []float64
 	for _, q := range ds.Queries {

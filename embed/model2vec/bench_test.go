@@ -86,15 +86,24 @@ func writeSyntheticModel(tb testing.TB, dir string, vocab, dims int) {
 	}
 }
 
-// benchChunks cuts the project's README into chunks of 1,000 characters,
-// the default chunk size: English prose, tables, code and commands.
+// benchChunks cuts the project's documentation (the README, then the pages
+// of doc/) into chunks of 1,000 characters, the default chunk size: English
+// prose, tables, code and commands.
 func benchChunks(tb testing.TB) []string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	pages, err := filepath.Glob(filepath.Join("..", "..", "doc", "*.md"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := []rune(string(b))
+	var text []byte
+	for _, p := range append([]string{filepath.Join("..", "..", "README.md")}, pages...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		text = append(text, b...)
+	}
+	r := []rune(string(text))
 	var out []string
 	for i := 0; i+1000 <= len(r); i += 1000 {
 		out = append(out, string(r[i:i+1000]))

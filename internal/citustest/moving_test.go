@@ -12,7 +12,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/migrations"
 )
 
-// TestMovingASingleNodeDatabase follows the README's move onto Citus: a
+// TestMovingASingleNodeDatabase follows the move onto Citus in doc/scaling-out.md: a
 // database that mcpsearch migrated on one PostgreSQL, holding files,
 // chunks, a vector index and audit rows, gains Citus and its workers, and
 // `mcpsearch migrate` then distributes its tables with their rows.

@@ -1,8 +1,7 @@
 -- Distributes the documents schema on a Citus cluster. Apply runs it, in one
 -- transaction, after the numbered migrations, on a database that has the
 -- citus extension and whose files table is not distributed yet: a new
--- database, or a single-node one moved onto Citus (see the README's
--- "Scaling out").
+-- database, or a single-node one moved onto Citus (see doc/scaling-out.md).
 --
 -- The documents tables are distributed by conversation_id and co-located:
 -- a conversation's files, chunks, bytes, counters, keyword removals,
