@@ -5,6 +5,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/mcpsearch/mcpsearch/docs"
 )
@@ -17,7 +20,9 @@ func TestRecentSpansConversationsNewestFirst(t *testing.T) {
 	// file the gate holds, running until the end.
 	var ids []string
 	for _, conv := range []string{"c1", "c2", "c3", "c1", "c2"} {
-		job, err := e.r.Store().Create(ctx, conv, KindDocument, Input{Title: conv}, "tester")
+		// Held, as their caller holds them, so that no worker takes one
+		// for a job whose process stopped before the cancel.
+		job, err := e.r.Store().CreateHeld(ctx, conv, KindDocument, Input{Title: conv}, "tester", uuid.NewString(), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
