@@ -2,6 +2,8 @@ package docs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -407,4 +409,86 @@ func TestConversationDeletedWhileItsFileIsProcessed(t *testing.T) {
 		t.Errorf("%d files of the conversation after the purge, %v; want the new one", left, err)
 	}
 	checkStats(t, s.Pool(), "doomed")
+}
+
+// TestPurgeWaitsForAWriteNumberedBeforeTheDeletion finishes a purge while a
+// write numbered before the deletion holds the conversation's lock: the
+// write commits a file of the deleted conversation, which the purge must
+// still find and delete rather than hand to the conversation's new
+// incarnation, ready and without chunks.
+func TestPurgeWaitsForAWriteNumberedBeforeTheDeletion(t *testing.T) {
+	t.Parallel()
+	// No background purge: the test runs the purge.
+	s, _ := newStore(t, IngestOptions{PollInterval: time.Hour})
+	ctx := context.Background()
+	if _, err := s.Ingest(ctx, "late", "first.txt", "", []byte(prose(1, 40))); err != nil {
+		t.Fatal(err)
+	}
+	// The write takes its number, then the conversation is deleted.
+	seq, err := nextWrite(ctx, s.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteConversation(ctx, "late"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	floors, err := lockConversations(ctx, tx, []string{"late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq > floors["late"] {
+		t.Fatalf("write %d above the deletion's floor %d", seq, floors["late"])
+	}
+	// What commitBatch leaves of a file it finds deleted meanwhile: its
+	// row, for the purge, and no chunk.
+	data := []byte(prose(2, 40))
+	sum := sha256.Sum256(data)
+	if _, err := recordFiles(ctx, tx, []newFile{{
+		up:     upload{conversationID: "late", fileName: "late.txt", mimeType: "text/plain", sha256: hex.EncodeToString(sum[:]), size: int64(len(data))},
+		status: StatusReady, chunks: 1, pages: 1, model: s.Embedder().Model(), text: string(data),
+	}}, seq); err != nil {
+		t.Fatal(err)
+	}
+	purged := make(chan error, 1)
+	go func() { purged <- s.Purge(ctx, nil) }()
+	// The purge has deleted what it saw and waits for the lock: its
+	// statement is the one active on the conversation's statistics row
+	// (locking it, or inserting it as the write did).
+	for waiting := false; !waiting; {
+		select {
+		case err := <-purged:
+			t.Fatalf("the purge ended (%v) while a write held the conversation's lock", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := s.Pool().QueryRow(ctx, `
+			SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+			  AND query LIKE '%conversation_stats%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-purged; err != nil {
+		t.Fatal(err)
+	}
+	var files, chunks int
+	if err := s.Pool().QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM files WHERE conversation_id = 'late'),
+		       (SELECT count(*) FROM chunks WHERE conversation_id = 'late')`).Scan(&files, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if files != 0 || chunks != 0 {
+		t.Errorf("after the purge the deleted conversation keeps %d files and %d chunks; want none", files, chunks)
+	}
+	if got := mustList(t, s, "late"); len(got) != 0 {
+		t.Errorf("the deleted conversation lists %+v", got)
+	}
+	checkStats(t, s.Pool(), "late")
 }

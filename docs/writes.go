@@ -1456,8 +1456,14 @@ func (s *Store) purgeStep(ctx context.Context) (bool, error) {
 		}
 	}
 	if tag.RowsAffected() == 0 {
-		if err := s.finishPurge(ctx, tx, conv, floor); err != nil {
+		finished, err := s.finishPurge(ctx, tx, conv, floor)
+		if err != nil {
 			return false, err
+		}
+		if !finished {
+			// Rows left by a write that committed meanwhile: the next
+			// step purges them.
+			return true, nil
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -1469,10 +1475,27 @@ func (s *Store) purgeStep(ctx context.Context) (bool, error) {
 // finishPurge removes the record of a finished purge and sets the counters
 // of the conversation's new incarnation, if it has one, from its files: a
 // write that raced with the deletion may have counted a file of the
-// deleted one.
-func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor int64) error {
+// deleted one. It reports false, and the caller rolls back, when a write
+// that committed while it waited for the conversation's lock left rows of
+// the deleted conversation.
+func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor int64) (bool, error) {
 	if _, err := lockConversations(ctx, tx, []string{conv}); err != nil {
-		return err
+		return false, err
+	}
+	// The purge found nothing left before it held the lock; a write that
+	// held it then (numbered before the deletion, committing after it)
+	// keeps the rows of its files it took out of the conversation, the
+	// purge's. Read again, under the lock, in a new snapshot: no write
+	// can leave more until this transaction ends, and once the record is
+	// gone a write counts its files in the conversation again.
+	var left bool
+	if err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT FROM files WHERE conversation_id = $1 AND upload_seq <= $2)
+		    OR EXISTS (SELECT FROM chunks WHERE conversation_id = $1 AND write_seq <= $2)`, conv, floor).Scan(&left); err != nil {
+		return false, dbError("docs: purge", err)
+	}
+	if left {
+		return false, nil
 	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM conversation_purges WHERE conversation_id = $1 AND floor = $2`, conv, floor)
@@ -1499,9 +1522,9 @@ func (s *Store) finishPurge(ctx context.Context, tx pgx.Tx, conv string, floor i
 		DELETE FROM conversation_stats s WHERE s.conversation_id = $1
 		AND NOT EXISTS (SELECT FROM files f WHERE f.conversation_id = $1)`, conv)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return dbError("docs: purge", err)
+		return false, dbError("docs: purge", err)
 	}
-	return nil
+	return true, nil
 }
 
 // ---- re-embedding ----
