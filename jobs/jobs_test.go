@@ -269,9 +269,11 @@ func TestCancelStopsProcessingAndKeepsReadyFiles(t *testing.T) {
 	if c.Status != Cancelled || c.Files.Processing != 0 || c.FinishedAt.IsZero() {
 		t.Fatalf("cancelled job: %+v", c)
 	}
-	// The worker holding the files lets go within the check interval.
+	// The worker holding the files lets go at its next check. The gate
+	// holds them until released, so they stop only for the cancel; the
+	// deadline guards against a hang, the time taken is logged.
 	for e2.in.IngestStats().Working > 0 {
-		if time.Since(start) > 2*time.Second {
+		if time.Since(start) > time.Minute {
 			t.Fatalf("still processing %s after the cancel", time.Since(start))
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -224,6 +224,10 @@ func TestAddDocumentReportsProgress(t *testing.T) {
 	if len(pc.got) < 2 {
 		t.Fatalf("notifications: %d", len(pc.got))
 	}
+	// The longest gap is a figure: the rate above, over the time the call
+	// measured, is the test; one gap grows with a loaded machine's stalls.
+	var gap time.Duration
+	defer func() { t.Logf("longest gap between notifications %s", gap.Round(time.Millisecond)) }()
 	for i, p := range pc.got {
 		if p.ProgressToken != "tok-1" {
 			t.Fatalf("notification %d token %v", i, p.ProgressToken)
@@ -231,8 +235,8 @@ func TestAddDocumentReportsProgress(t *testing.T) {
 		if i > 0 && p.Progress <= pc.got[i-1].Progress {
 			t.Fatalf("progress did not grow: %v then %v", pc.got[i-1].Progress, p.Progress)
 		}
-		if i > 0 && pc.at[i].Sub(pc.at[i-1]) > 2*time.Second {
-			t.Fatalf("%s between notifications %d and %d", pc.at[i].Sub(pc.at[i-1]), i-1, i)
+		if i > 0 {
+			gap = max(gap, pc.at[i].Sub(pc.at[i-1]))
 		}
 		if !strings.Contains(p.Message, " files, ") && !strings.Contains(p.Message, "waiting") {
 			t.Fatalf("message %q", p.Message)

@@ -362,17 +362,19 @@ func TestCrawlCancelled(t *testing.T) {
 		t.Fatalf("cancel: %+v %v", c, err)
 	}
 	// The crawl lets go of the job: its source records the sync as it
-	// stood, within the check interval.
+	// stood. Its page answers only when the test ends, so only the cancel
+	// stops it; the deadline guards against a hang.
 	for {
 		src, _ := e.svc.List(ctx, "c")
 		if len(src) == 1 && src[0].LastJobID == j.ID {
 			break
 		}
-		if time.Since(start) > 5*time.Second {
+		if time.Since(start) > time.Minute {
 			t.Fatalf("the crawl did not stop: %+v", src)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("the crawl stopped %s after the cancel", time.Since(start).Round(time.Millisecond))
 }
 
 func TestPeriodicSyncStartsOneJobPerSource(t *testing.T) {
