@@ -49,11 +49,9 @@ run: build
 
 # Every test: unit, Postgres (a real server, a fresh database per package),
 # every transport end to end, and interop with the official TypeScript SDK.
-# The interop suite, the longest, is named first so that it starts first:
-# the others run beside it.
 test: interop-deps
 	@DATABASE_URL="$${DATABASE_URL:-$$(bash scripts/pg.sh)}" && export DATABASE_URL && \
-	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./interop ./...
+	MCPSEARCH_INTEROP=1 $(GO) test -race -count=1 -timeout 15m ./...
 
 # The suites whose SQL Citus distributes, again on a Citus cluster: the
 # documents store, jobs and sources, the shared rate limits, the distributed schema, the test
@@ -66,7 +64,7 @@ test: interop-deps
 # sends a statement, and their megabyte arguments are half of the interop
 # suite's time under the race detector. make test runs the Citus-only tests
 # too when MCPSEARCH_CITUS_URL is set.
-CITUS_PACKAGES := ./interop ./docs ./jobs ./sources ./ratelimit ./internal/citustest ./internal/pgtest
+CITUS_PACKAGES := ./docs ./jobs ./sources ./ratelimit ./internal/citustest ./internal/pgtest ./interop
 CITUS_SKIP     := ^TestHostile
 
 test-citus: interop-deps
