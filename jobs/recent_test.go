@@ -10,6 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
 func TestRecentSpansConversationsNewestFirst(t *testing.T) {
@@ -84,5 +87,59 @@ func TestRecentSpansConversationsNewestFirst(t *testing.T) {
 	}
 	if _, err := e.r.Recent(ctx, RecentQuery{Limit: docs.MaxListLimit + 1}); !errors.Is(err, docs.ErrInvalidArgument) {
 		t.Fatalf("limit out of range: %v", err)
+	}
+}
+
+// BenchmarkRecent reads the first page of the newest jobs, of every
+// conversation, among a million jobs (one in a hundred still running, a
+// URL still being fetched): the web page's jobs page for a key that sees
+// every conversation.
+func BenchmarkRecent(b *testing.B) {
+	ctx := context.Background()
+	pool, err := pg.Open(ctx, pgtest.NewDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	emb, err := embed.NewLocal(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := docs.NewStore(pool, emb, docs.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO jobs (conversation_id, id, kind, status, submitted, created_at)
+		SELECT 'c' || (g % 5000), gen_random_uuid(), 'url',
+		       CASE WHEN g % 100 = 0 THEN 'running' ELSE 'succeeded' END, g % 100 <> 0, now() - g * interval '1 second'
+		FROM generate_series(1, 1000000) g`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE jobs`); err != nil {
+		b.Fatal(err)
+	}
+	js := NewStore(st)
+	first, err := js.Recent(ctx, RecentQuery{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		q    RecentQuery
+	}{
+		{"all", RecentQuery{}},
+		{"all-page-2", RecentQuery{Cursor: first.Next}},
+		{"running", RecentQuery{Active: true}},
+		{"ended", RecentQuery{Ended: true}},
+		{"two-conversations", RecentQuery{Conversations: []string{"c1", "c2"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := js.Recent(ctx, c.q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
