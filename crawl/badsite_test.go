@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -320,11 +321,20 @@ func TestCrawlDelayIsHonoured(t *testing.T) {
 		all = append(all, s.timesOf(p)...)
 	}
 	sortTimes(all)
+	// A crawler that ignores the delay sends these together, a millisecond
+	// or so apart; one that honours it starts them 200 ms apart, and the
+	// site sees them so give or take how late a loaded machine runs each
+	// request's goroutine and the site's handler. Half the delay tells the
+	// two apart.
+	least := time.Duration(math.MaxInt64)
 	for i := 1; i < len(all); i++ {
-		if gap := all[i].Sub(all[i-1]); gap < 190*time.Millisecond {
+		gap := all[i].Sub(all[i-1])
+		least = min(least, gap)
+		if gap < 100*time.Millisecond {
 			t.Errorf("requests %d and %d %v apart", i-1, i, gap)
 		}
 	}
+	t.Logf("%d requests, the closest %v apart", len(all), least.Round(time.Millisecond))
 }
 
 func TestPerHostConcurrency(t *testing.T) {
