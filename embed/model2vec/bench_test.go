@@ -1,90 +1,14 @@
 package model2vec
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
-	"encoding/json"
-	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
-	"github.com/mcpsearch/mcpsearch/embed/safetensors"
+	"github.com/mcpsearch/mcpsearch/internal/m2vtest"
 )
-
-// Synthetic models of the catalogue models' shapes. The hub cannot be
-// reached from the tests, so the benchmarks build models of the same sizes:
-// the BERT uncased vocabulary (29,528 tokens, exactly potion-base-8M's)
-// and, for potion-retrieval-32M, that vocabulary plus made-up whole words
-// up to 63,091 tokens; random float32 rows; normalisation on.
-var benchShapes = []struct {
-	name       string
-	vocab      int
-	dimensions int
-}{
-	{"potion-base-8M", 29528, 256},
-	{"potion-retrieval-32M", 63091, 512},
-}
-
-// writeSyntheticModel writes a model of vocab tokens x dims float32s to dir.
-func writeSyntheticModel(tb testing.TB, dir string, vocab, dims int) {
-	tb.Helper()
-	zb, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "bert-uncased.tokenizer.json.gz"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(zb))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var tok map[string]any
-	if err := json.Unmarshal(raw, &tok); err != nil {
-		tb.Fatal(err)
-	}
-	v := tok["model"].(map[string]any)["vocab"].(map[string]any)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; len(v) < vocab; i++ {
-		// Whole words of 6 to 11 letters, the kind a retrieval model's
-		// extra vocabulary holds.
-		w := make([]byte, 6+i%6)
-		for k := range w {
-			w[k] = byte('a' + rng.IntN(26))
-		}
-		if _, ok := v[string(w)]; !ok {
-			v[string(w)] = len(v)
-		}
-	}
-	tj, err := json.Marshal(tok)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	data := make([]byte, 4*vocab*dims)
-	for i := 0; i < vocab*dims; i++ {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(rng.NormFloat64())))
-	}
-	var st bytes.Buffer
-	if err := safetensors.Encode(&st, []safetensors.Tensor{{Name: "embeddings", DType: safetensors.F32, Shape: []int{vocab, dims}, Data: data}}, nil); err != nil {
-		tb.Fatal(err)
-	}
-	for name, b := range map[string][]byte{
-		"tokenizer.json":    tj,
-		"model.safetensors": st.Bytes(),
-		"config.json":       []byte(`{"model_type": "model2vec", "normalize": true}`),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
 
 // benchChunks cuts the project's documentation (the README, then the pages
 // of doc/) into chunks of 1,000 characters, the default chunk size: English
@@ -115,10 +39,10 @@ func benchChunks(tb testing.TB) []string {
 // one goroutine.
 func BenchmarkEmbed(b *testing.B) {
 	chunks := benchChunks(b)
-	for _, s := range benchShapes {
-		b.Run(s.name, func(b *testing.B) {
+	for _, s := range m2vtest.Shapes {
+		b.Run(s.Name, func(b *testing.B) {
 			dir := b.TempDir()
-			writeSyntheticModel(b, dir, s.vocab, s.dimensions)
+			m2vtest.WriteModel(b, dir, s.Vocab, s.Dims)
 			m, err := Load(dir, Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -143,7 +67,7 @@ func BenchmarkEmbed(b *testing.B) {
 func BenchmarkTokenize(b *testing.B) {
 	chunks := benchChunks(b)
 	dir := b.TempDir()
-	writeSyntheticModel(b, dir, 29528, 8)
+	m2vtest.WriteModel(b, dir, 29528, 8)
 	m, err := Load(dir, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -160,10 +84,10 @@ func BenchmarkTokenize(b *testing.B) {
 // BenchmarkLoad measures loading a model (reading, SHA-256 of every file,
 // parsing), the heap the loaded model keeps and all it allocates meanwhile.
 func BenchmarkLoad(b *testing.B) {
-	for _, s := range benchShapes {
-		b.Run(s.name, func(b *testing.B) {
+	for _, s := range m2vtest.Shapes {
+		b.Run(s.Name, func(b *testing.B) {
 			dir := b.TempDir()
-			writeSyntheticModel(b, dir, s.vocab, s.dimensions)
+			m2vtest.WriteModel(b, dir, s.Vocab, s.Dims)
 			var heap, alloc uint64
 			for b.Loop() {
 				runtime.GC()
@@ -188,18 +112,18 @@ func BenchmarkLoad(b *testing.B) {
 // TestSyntheticModelShapes checks that the benchmark models have the
 // catalogue models' vocabulary sizes (with few dimensions, to stay fast).
 func TestSyntheticModelShapes(t *testing.T) {
-	for _, s := range benchShapes {
+	for _, s := range m2vtest.Shapes {
 		dir := t.TempDir()
-		writeSyntheticModel(t, dir, s.vocab, 4)
+		m2vtest.WriteModel(t, dir, s.Vocab, 4)
 		m, err := Load(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.tok.VocabSize() != s.vocab || m.Dimensions() != 4 || m.MemoryBytes() != int64(4*s.vocab*4) {
-			t.Errorf("%s: %d tokens x %d, %d bytes", s.name, m.tok.VocabSize(), m.Dimensions(), m.MemoryBytes())
+		if m.tok.VocabSize() != s.Vocab || m.Dimensions() != 4 || m.MemoryBytes() != int64(4*s.Vocab*4) {
+			t.Errorf("%s: %d tokens x %d, %d bytes", s.Name, m.tok.VocabSize(), m.Dimensions(), m.MemoryBytes())
 		}
-		if k, ok := Find(s.name); !ok || k.Dimensions != s.dimensions {
-			t.Errorf("%s: the catalogue gives %d dimensions, the benchmark %d", s.name, k.Dimensions, s.dimensions)
+		if k, ok := Find(s.Name); !ok || k.Dimensions != s.Dims {
+			t.Errorf("%s: the catalogue gives %d dimensions, the benchmark %d", s.Name, k.Dimensions, s.Dims)
 		}
 	}
 }
