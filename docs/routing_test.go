@@ -19,6 +19,25 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 )
 
+// recordedPool opens a pool on url, closed when the test ends, whose
+// statements rec keeps.
+func recordedPool(t *testing.T, url string) (pool *pgxpool.Pool, rec *recorder) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = &recorder{}
+	cfg.ConnConfig.Tracer = rec
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, rec
+}
+
 // recorder is a pgx tracer that keeps every statement a pool sends, with
 // its arguments, batches included.
 type recorder struct {
@@ -87,18 +106,7 @@ func TestStatementsRouteToOneWorker(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewCitusDatabase(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	cfg.ConnConfig.Tracer = rec
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, rec := recordedPool(t, url)
 	emb, err := embed.NewLocal(384)
 	if err != nil {
 		t.Fatal(err)

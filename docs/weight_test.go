@@ -9,10 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	pgxvec "github.com/pgvector/pgvector-go/pgx"
-
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
@@ -214,18 +210,7 @@ func TestHybridSkipsVectorsWhereKeywordsDecide(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	cfg.ConnConfig.Tracer = rec
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, rec := recordedPool(t, url)
 	emb, err := embed.NewLocal(384)
 	if err != nil {
 		t.Fatal(err)
