@@ -35,17 +35,28 @@ type auditRow struct {
 	LatencyMS                                                                int
 }
 
+// auditConn connects to the audit database at dbURL for at most 30
+// seconds; done closes the connection.
+func auditConn(t *testing.T, dbURL string) (ctx context.Context, conn *pgx.Conn, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect to the audit database: %v", err)
+	}
+	return ctx, conn, func() {
+		conn.Close(context.Background())
+		cancel()
+	}
+}
+
 // readAudit returns every row of chat_mcp_tool_calls in the database at
 // dbURL, oldest first.
 func readAudit(t *testing.T, dbURL string) []auditRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect to the audit database: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := auditConn(t, dbURL)
+	defer done()
 	rows, err := conn.Query(ctx, `SELECT tool_name, coalesce(error_code, ''), coalesce(conversation_id, ''),
 		coalesce(transport, ''), coalesce(session_id, ''), coalesce(client_name, ''), coalesce(client_version, ''),
 		coalesce(api_key_name, ''),

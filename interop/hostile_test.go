@@ -887,24 +887,10 @@ func checkUploadAnswer(t *testing.T, what string, status int, body []byte) []upl
 }
 
 // waitSettled polls GET /v1/files/{id} until the file is no longer
-// processing and returns it.
+// processing, for at most readyLimit, and returns it.
 func waitSettled(t *testing.T, api apiClient, id string) fileInfo {
 	t.Helper()
-	deadline := time.Now().Add(readyLimit)
-	for {
-		status, b := api.do(t, http.MethodGet, "/v1/files/"+id, "", nil)
-		var f fileInfo
-		if status != http.StatusOK || json.Unmarshal(b, &f) != nil {
-			t.Fatalf("GET /v1/files/%s: %d %s", id, status, b)
-		}
-		if f.Status != "processing" {
-			return f
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("file %s still processing after %v: %+v", id, readyLimit, f)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return waitSettledWithin(t, api, id, readyLimit)
 }
 
 // TestHostileUploads sends hostile values in every field of the upload

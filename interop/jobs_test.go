@@ -336,13 +336,8 @@ func checkJobAudit(t *testing.T, dbURLs []string, want int) {
 // job_id); rows are written in the background, so it polls for a while.
 func waitAuditedJob(t *testing.T, dbURL, tool, id string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect to the audit database: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := auditConn(t, dbURL)
+	defer done()
 	for {
 		var n int
 		err := conn.QueryRow(ctx, `SELECT count(*) FROM chat_mcp_tool_calls WHERE tool_name = $1 AND error_code IS NULL AND job_id = $2`,
@@ -961,13 +956,8 @@ type auditJobRow struct {
 // audit row in the database at dbURL, oldest first.
 func readAuditJobs(t *testing.T, dbURL string) []auditJobRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("connect to the audit database: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := auditConn(t, dbURL)
+	defer done()
 	rows, err := conn.Query(ctx, `SELECT tool_name, coalesce(error_code, ''), coalesce(api_key_name, ''), coalesce(job_id, '')
 		FROM chat_mcp_tool_calls ORDER BY created_at, id`)
 	if err != nil {

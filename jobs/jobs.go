@@ -612,9 +612,16 @@ func (s *Store) List(ctx context.Context, conv, status string, limit int, cursor
 	if err != nil {
 		return Page{}, dbError("jobs: list", err)
 	}
+	return s.settlePage(ctx, p, list, limit, func(last Job) string { return CursorAfter(conv, status, last) })
+}
+
+// settlePage completes p with the first limit jobs of list, read one
+// more than limit: settled, and with the cursor next makes of the last
+// one when list held more.
+func (s *Store) settlePage(ctx context.Context, p Page, list []Job, limit int, next func(last Job) string) (Page, error) {
 	if len(list) > limit {
 		list = list[:limit]
-		p.Next = CursorAfter(conv, status, list[limit-1])
+		p.Next = next(list[limit-1])
 	}
 	for i := range list {
 		if err := s.settle(ctx, &list[i]); err != nil {

@@ -77,23 +77,10 @@ func (s *Store) Recent(ctx context.Context, q RecentQuery) (Page, error) {
 	if err != nil {
 		return Page{}, dbError("jobs: recent", err)
 	}
-	var p Page
-	if len(list) > q.Limit {
-		list = list[:q.Limit]
-		last := list[q.Limit-1]
+	return s.settlePage(ctx, Page{}, list, q.Limit, func(last Job) string {
 		id, _ := uuid.Parse(last.ID)
-		p.Next = docs.Cursor(recentCursor, q.recentParts(), last.CreatedAt, id[:])
-	}
-	for i := range list {
-		if err := s.settle(ctx, &list[i]); err != nil {
-			return Page{}, err
-		}
-	}
-	p.Jobs = list
-	if p.Jobs == nil {
-		p.Jobs = []Job{}
-	}
-	return p, nil
+		return docs.Cursor(recentCursor, q.recentParts(), last.CreatedAt, id[:])
+	})
 }
 
 // Recent returns a page of jobs across conversations (Store.Recent).
