@@ -137,7 +137,12 @@ func (r *Runner) AddURL(ctx context.Context, conv, url, caller string) (Job, err
 	if r.opts.Fetch == nil {
 		return Job{}, fmt.Errorf("jobs: %w: this server does not fetch URLs", docs.ErrInvalidArgument)
 	}
-	j, err := r.st.Create(ctx, conv, KindURL, Input{URL: url}, caller)
+	return r.enqueue(ctx, conv, KindURL, Input{URL: url}, caller)
+}
+
+// enqueue records a job queued for a worker, and wakes one.
+func (r *Runner) enqueue(ctx context.Context, conv, kind string, in Input, caller string) (Job, error) {
+	j, err := r.st.Create(ctx, conv, kind, in, caller)
 	if err != nil {
 		return Job{}, err
 	}
@@ -352,15 +357,7 @@ func (r *Runner) AddKind(ctx context.Context, conv, kind string, in Input, calle
 	if r.opts.Kinds[kind] == nil {
 		return Job{}, fmt.Errorf("jobs: %w: no runner for jobs of kind %s", docs.ErrInvalidArgument, kind)
 	}
-	j, err := r.st.Create(ctx, conv, kind, in, caller)
-	if err != nil {
-		return Job{}, err
-	}
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-	return j, nil
+	return r.enqueue(ctx, conv, kind, in, caller)
 }
 
 // Ingester returns the documents ingester jobs store files through.
