@@ -12,7 +12,7 @@ TRANSPORT ?= http,sse
 PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 
-.PHONY: build install uninstall compose-env run test test-citus citus-stop testdb-clean interop-deps bench extract-fixtures fmt vet clean embed-goldens
+.PHONY: build install uninstall compose-env run test test-citus citus-stop testdb-clean interop-deps bench extract-fixtures fmt vet lint clean embed-goldens
 
 # What the binary is built from (migrations are embedded), so that make
 # install rebuilds only when the binary is older than its sources.
@@ -104,8 +104,8 @@ embed-goldens:
 	@cd tools/tokref && npm ci --no-audit --no-fund --loglevel=error && node gen.js
 	gofmt -w embed/tokenizer/unicode_tables.go
 
-# Regenerate the documents and reference texts docs/extract's comparison
-# tests read, from the sources in docs/extract/testdata/formats/src (needs
+# Regenerate the documents and reference texts extract's comparison
+# tests read, from the sources in extract/testdata/formats/src (needs
 # pandoc, LibreOffice, poppler-utils, img2pdf and unzip; tests only compare).
 extract-fixtures:
 	bash scripts/extract-fixtures.sh
@@ -115,6 +115,12 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+
+# go vet and staticcheck (honnef.co/go/tools, from the Go module proxy) on
+# every package: CI runs it before the tests, and the tree stays clean.
+STATICCHECK_VERSION ?= v0.8.2
+lint: vet
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 clean:
 	rm -rf bin

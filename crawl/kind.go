@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // skippedExts are the extensions of links that are not requested: images,

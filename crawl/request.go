@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
 )
 

@@ -133,13 +133,6 @@ func (s *site) remove(path string) {
 	delete(s.pages, path)
 }
 
-// edit changes a page under the site's lock.
-func (s *site) edit(path string, f func(p *sitePage)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(s.pages[path])
-}
-
 func (s *site) hitsOf(uri string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

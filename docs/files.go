@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // Chunk is a stored piece of a file's text.

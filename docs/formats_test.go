@@ -8,16 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
-	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
+	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 )
 
-// formatFile reads one of the documents docs/extract's comparison tests
+// formatFile reads one of the documents extract's comparison tests
 // use, made by pandoc and LibreOffice.
 func formatFile(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("extract", "testdata", "formats", name))
+	data, err := os.ReadFile(filepath.Join("..", "extract", "testdata", "formats", name))
 	if err != nil {
 		t.Fatal(err)
 	}

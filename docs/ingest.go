@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
-	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
+	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 )
 

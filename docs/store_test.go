@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pdftest"

@@ -17,7 +17,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/docs/keyword"
 )
 
@@ -413,7 +413,7 @@ func recordFiles(ctx context.Context, tx pgx.Tx, files []newFile, seq int64) ([]
 func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files []newFile, seq int64) ([]recorded, error) {
 	n := len(files)
 	var ids []uuid.UUID
-	var convs, names, mimes, shas, sources, statuses, reasons, notes, models []string
+	var names, mimes, shas, sources, statuses, reasons, notes, models []string
 	var texts []*string
 	var sizes []int64
 	var chunks, pages []int32
@@ -426,7 +426,7 @@ func recordConversationFiles(ctx context.Context, tx pgx.Tx, conv string, files 
 			job = &nf.up.jobID
 		}
 		jobs = append(jobs, job)
-		convs, names, mimes, shas = append(convs, nf.up.conversationID), append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
+		names, mimes, shas = append(names, nf.up.fileName), append(mimes, nf.up.mimeType), append(shas, nf.up.sha256)
 		sources, statuses, reasons, models = append(sources, nf.up.source), append(statuses, nf.status), append(reasons, nf.reason), append(models, nf.model)
 		notes = append(notes, nf.note)
 		sizes, chunks, pages = append(sizes, nf.up.size), append(chunks, int32(nf.chunks)), append(pages, int32(nf.pages))

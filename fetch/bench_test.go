@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // largePage returns an HTML page of about 1.2 MB: the body of a real

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
-// officeFixture reads a document of docs/extract's comparison fixtures.
+// officeFixture reads a document of extract's comparison fixtures.
 func officeFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../docs/extract/testdata/formats/" + name)
+	b, err := os.ReadFile("../extract/testdata/formats/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,6 @@ func TestListingAtScale(t *testing.T) {
 
 	// The largest pages: cut to the limit, and each file still comes once.
 	seen := map[string]bool{}
-	var order []string
 	args := map[string]any{"conversation_id": conv, "limit": 500}
 	pages := 0
 	for ; ; pages++ {
@@ -112,7 +111,6 @@ func TestListingAtScale(t *testing.T) {
 				t.Fatalf("file %s listed twice", f.FileName)
 			}
 			seen[f.ID] = true
-			order = append(order, f.FileName)
 		}
 		if page.NextCursor == "" {
 			break

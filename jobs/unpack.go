@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // Unpacker turns an archive of documents into its files.

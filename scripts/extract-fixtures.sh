@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the documents and reference texts that docs/extract's
-# comparison tests read (docs/extract/testdata/formats), from the sources
+# Regenerates the documents and reference texts that extract's
+# comparison tests read (extract/testdata/formats), from the sources
 # in its src/ folder, with programs we did not write:
 #
 #   pandoc            Markdown -> DOCX, ODT, RTF, EPUB, PPTX; and the plain
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=docs/extract/testdata/formats
+dir=extract/testdata/formats
 src=$dir/src
 ref=$dir/ref
 for tool in pandoc soffice pdftotext pdfinfo pdftoppm img2pdf unzip; do

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/docs/extract/ocr"
+	"github.com/mcpsearch/mcpsearch/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/closedport"

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -744,6 +743,3 @@ func (t jobTools) deleteDocument(ctx context.Context, in DeleteDocumentInput) (*
 	out := DeleteDocumentOutput{FileID: f.ID, FileName: f.FileName, Deleted: true}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Deleted %s (file_id %s) from %s, with its chunks.", f.FileName, f.ID, f.ConversationID)}}}, out, nil
 }
-
-// errNoWriteScope refuses a write tool to a caller without the write scope.
-var errNoWriteScope = errors.New("this key may only read: add scopes=read,write to its line in the keys file to let it add or delete documents")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/docs/eval"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // evalSuffix marks corpus documents stored as files, so hits map back to

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // progress reports ingestion. Files skipped or failed are listed, one line

@@ -18,7 +18,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/crawl"
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/sources"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpsearch/mcpsearch/docs/extract"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // spannedDoc joins parts as blocks ("\n\n" between, owned by the part
@@ -126,7 +126,7 @@ func TestSplitSlides(t *testing.T) {
 // sheet carries the sheet's header row, as the reader writes its rows in
 // blocks of a chunk's size.
 func TestSplitSheetHeaders(t *testing.T) {
-	data, err := os.ReadFile("../extract/testdata/formats/budget.xlsx")
+	data, err := os.ReadFile("../../extract/testdata/formats/budget.xlsx")
 	if err != nil {
 		t.Fatal(err)
 	}
