@@ -22,6 +22,12 @@ type Options struct {
 	// Overlap is how much of the end of a chunk the next chunk repeats, so
 	// that a passage cut in two is still found whole in one of them.
 	Overlap int
+	// Sentences keeps sentences whole, for chunks shown to a reader as
+	// passages: a chunk ends only at a page, span, paragraph, line or
+	// sentence end, even when that makes it shorter than half of Size, and
+	// the next chunk begins at the start of a sentence. Only a sentence
+	// longer than Size is cut, at a space.
+	Sentences bool
 }
 
 // Default sizes, in characters.
@@ -210,7 +216,7 @@ func (s *splitter) findCut(start, prevCut int) int {
 		if r == '\n' && s.runes.at(p-2) == '\n' {
 			return p
 		}
-		if sentence == 0 && s.isSentenceEnd(p) {
+		if sentence == 0 && (s.isSentenceEnd(p) || s.opts.Sentences && s.runes.at(p) == '\n') {
 			sentence = p
 		}
 		if space == 0 && (isSpace(s.runes.at(p)) || isSpace(r)) {
@@ -220,10 +226,42 @@ func (s *splitter) findCut(start, prevCut int) int {
 	switch {
 	case sentence > 0:
 		return sentence
-	case space > 0:
+	case s.opts.Sentences:
+		// A shorter chunk rather than a sentence cut in two.
+		if p := s.lastSentenceEnd(max(start, prevCut), low); p > 0 {
+			return p
+		}
+	}
+	if space > 0 {
 		return space
 	}
 	return limit
+}
+
+// sentenceEndsBy reports whether a sentence or line ends in (from, limit],
+// or the text does.
+func (s *splitter) sentenceEndsBy(from, limit int) bool {
+	if limit >= s.runes.n {
+		return true
+	}
+	for p := from + 1; p <= limit; p++ {
+		if s.isSentenceEnd(p) || s.runes.at(p) == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+// lastSentenceEnd returns the last sentence or line end in (low, high], or
+// 0: the cut of a chunk that keeps sentences whole when its second half has
+// none.
+func (s *splitter) lastSentenceEnd(low, high int) int {
+	for p := high; p > low; p-- {
+		if s.isSentenceEnd(p) || s.runes.at(p) == '\n' {
+			return p
+		}
+	}
+	return 0
 }
 
 // lastPageEnd returns the last page or span end in (low, high], or 0.
@@ -283,6 +321,17 @@ func (s *splitter) nextStart(start, cut int) int {
 	}
 	if p >= cut {
 		return cut
+	}
+	if s.opts.Sentences {
+		// The overlap begins at the first sentence it holds whole, and is
+		// dropped when the sentence after cut would not fit beside it.
+		for p < cut && !(s.isSentenceEnd(p) || s.runes.at(p-1) == '\n') {
+			p++
+		}
+		if p < cut && !s.sentenceEndsBy(cut, p+s.opts.Size) {
+			return cut
+		}
+		return p
 	}
 	if !isSpace(s.runes.at(p - 1)) {
 		// Inside a word: its rest belongs to the previous chunk only.

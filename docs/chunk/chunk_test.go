@@ -362,7 +362,7 @@ func FuzzSplit(f *testing.F) {
 		if n := utf8.RuneCountInString(text); pageCut > 0 && pageCut < n {
 			doc.Pages = []extract.Page{{Number: 1, Start: 0, End: pageCut}, {Number: 2, Start: pageCut, End: n}}
 		}
-		opts := Options{Size: size % 5000, Overlap: overlap % 5000}
+		opts := Options{Size: size % 5000, Overlap: overlap % 5000, Sentences: pageCut%2 == 0}
 		checkChunks(t, doc, opts, Split(doc, opts))
 	})
 }
@@ -433,4 +433,95 @@ func TestRuneText(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSplitSentences checks that with Options.Sentences every chunk begins
+// and ends at a sentence, line or paragraph boundary, unless the sentence
+// itself is longer than Size, on random prose with lists and long
+// sentences, with and without overlap.
+func TestSplitSentences(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 300 {
+		var b strings.Builder
+		for b.Len() < 200+r.IntN(3000) {
+			switch r.IntN(6) {
+			case 0:
+				b.WriteString("\n\n")
+			case 1:
+				b.WriteString("\n- list item " + sentence(r.IntN(50))[:10])
+			case 2:
+				// A sentence longer than most sizes.
+				b.WriteString(strings.Repeat("long words ", 40) + "end. ")
+			default:
+				b.WriteString(sentence(r.IntN(50)) + " ")
+			}
+		}
+		text := strings.TrimSpace(b.String())
+		doc := textDoc(text)
+		opts := Options{Size: 100 + r.IntN(400), Sentences: true}
+		if i%2 == 1 {
+			opts.Overlap = r.IntN(opts.Size / 2)
+		}
+		chunks := Split(doc, opts)
+		checkChunks(t, doc, opts, chunks)
+		runes := []rune(text)
+		// boundary reports whether a sentence, line or the text begins at p.
+		boundary := func(p int) bool {
+			for p > 0 && runes[p-1] == ' ' {
+				p--
+			}
+			return p == 0 || p == len(runes) || sentenceEndAt(runes, p) || runes[p-1] == '\n' || runes[p] == '\n'
+		}
+		// sentenceLen is the length of the sentence holding p.
+		sentenceLen := func(p int) int {
+			a, b := p, p
+			for !boundary(a) {
+				a--
+			}
+			for !boundary(b) {
+				b++
+			}
+			return b - a
+		}
+		for _, c := range chunks {
+			for _, p := range []int{c.Start, c.End} {
+				// Only a sentence longer than Size may be cut.
+				if !boundary(p) && sentenceLen(p) <= opts.Size {
+					t.Fatalf("size %d overlap %d: chunk cuts a sentence of %d runes: %q", opts.Size, opts.Overlap, sentenceLen(p), c.Content)
+				}
+			}
+		}
+	}
+	// A long sentence: cut at spaces, never inside a word.
+	text := strings.Repeat("unbroken ", 100) + "end."
+	for _, c := range Split(textDoc(text), Options{Size: 100, Sentences: true}) {
+		for _, w := range strings.Fields(c.Content) {
+			if w != "unbroken" && w != "end." {
+				t.Fatalf("a word was cut: %q", w)
+			}
+		}
+	}
+	// The second half of the limit holds no sentence end: the chunk ends at
+	// the first half's, not inside the long second sentence.
+	text = "Short one. " + strings.Repeat("tail ", 30) + "done."
+	got := Split(textDoc(text), Options{Size: 100, Sentences: true})
+	if got[0].Content != "Short one." {
+		t.Fatalf("first chunk %q, want the whole first sentence alone", got[0].Content)
+	}
+	if plain := Split(textDoc(text), Options{Size: 100}); plain[0].Content == "Short one." {
+		t.Fatalf("without Sentences the chunk should fill its size: %q", plain[0].Content)
+	}
+}
+
+// sentenceEndAt reports whether a sentence ends just before p in runes.
+func sentenceEndAt(runes []rune, p int) bool {
+	q := p - 1
+	for q > 0 && isCloser(runes[q]) {
+		q--
+	}
+	switch runes[q] {
+	case '.', '!', '?', '…':
+		return p < len(runes) && isSpace(runes[p])
+	}
+	return false
 }
