@@ -148,6 +148,10 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	d.Title = extract.HTMLTitle(doc)
+	// The page's text outside its furniture, counted before readability
+	// rewrites the tree, tells when the article it finds is only a part of
+	// the page.
+	pageText := contentRunes(doc)
 	d.rawFn = func() string {
 		// Raw is asked for rarely: parse again rather than keep a second
 		// tree alive for every cached page.
@@ -171,11 +175,20 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 		if d.Title == "" {
 			d.Title = strings.TrimSpace(article.Title())
 		}
-		md, err := c.markdown(ctx, article.Node, d.FinalURL)
-		if err != nil {
-			return err
+		if contentRunes(article.Node) >= pageText/2 {
+			md, err := c.markdown(ctx, article.Node, d.FinalURL)
+			if err != nil {
+				return err
+			}
+			d.Content = md
 		}
-		d.Content = md
+	}
+	if strings.TrimSpace(d.Content) == "" {
+		// Readability kept less than half of the page's text: on pages
+		// made of many sections of equal weight (a manual's settings, a
+		// reference), it picks one section and drops the rest. The page
+		// without its furniture keeps them all.
+		d.Content = c.withoutFurniture(ctx, d, declared)
 	}
 	if strings.TrimSpace(d.Content) == "" {
 		// No article found (an index page, a form): the whole page is
@@ -183,6 +196,22 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 		d.Content = d.Raw()
 	}
 	return ctx.Err()
+}
+
+// withoutFurniture returns the Markdown of the page with its navigation,
+// headers, footers, sidebars and forms dropped (see furniture); "" when it
+// cannot be had.
+func (c *Client) withoutFurniture(ctx context.Context, d *Document, declared string) string {
+	doc, err := parseHTML(d.Body, declared)
+	if err != nil {
+		return ""
+	}
+	dropFurniture(doc)
+	md, err := c.markdown(ctx, doc, d.FinalURL)
+	if err != nil {
+		return ""
+	}
+	return md
 }
 
 func (c *Client) markdown(ctx context.Context, n *html.Node, pageURL string) (string, error) {

@@ -1,0 +1,309 @@
+package research
+
+import (
+	"bytes"
+	"context"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+
+	"github.com/mcpsearch/mcpsearch/fetch"
+)
+
+// manualQuestion is a factual question about PostgreSQL 15's manual, the
+// page that answers it, and what the answering passage says.
+type manualQuestion struct {
+	q    string
+	page string
+	// answer matches the answering passage's text; heading, when set,
+	// must match its heading path too (several settings of one page end
+	// with the same sentence).
+	answer, heading string
+}
+
+// manualQuestions were written for this test from the manual's settings,
+// limits, types and tools: the questions an agent asks a search engine.
+var manualQuestions = []manualQuestion{
+	{q: "default value of max_connections postgresql", page: "runtime-config-connection.html", answer: `typically 100 connections`},
+	{q: "What TCP port does the PostgreSQL server listen on by default?", page: "runtime-config-connection.html", answer: `5432 by default`},
+	{q: "How much memory does shared_buffers use by default?", page: "runtime-config-resource.html", answer: `typically 128 megabytes`},
+	{q: "work_mem default value", page: "runtime-config-resource.html", answer: `four megabytes`},
+	{q: "default maintenance_work_mem", page: "runtime-config-resource.html", answer: `64 megabytes`},
+	{q: "How often does autovacuum run on each database by default?", page: "runtime-config-autovacuum.html", answer: `one minute`},
+	{q: "What is the default transaction isolation level in PostgreSQL?", page: "transaction-iso.html", answer: `Read Committed is the default isolation level`},
+	{q: "maximum length of an identifier name in PostgreSQL", page: "sql-syntax-lexical.html", answer: `63 bytes`},
+	{q: "random_page_cost default", page: "runtime-config-query.html", answer: `default is 4\.0`},
+	{q: "default checkpoint_timeout", page: "runtime-config-wal.html", answer: `five minutes`},
+	{q: "What is the default wal_level?", page: "runtime-config-wal.html", answer: `default value is .?replica`},
+	{q: "pg_restore option to restore with several parallel jobs", page: "app-pgrestore.html", answer: `most time-consuming steps`},
+	{q: "statement_timeout default value", page: "runtime-config-client.html", answer: `zero \(the default\) disables`, heading: `statement_timeout`},
+	{q: "range of values of the smallint type", page: "datatype-numeric.html", answer: `-32768 to \+32767`},
+	{q: "precision of the real data type", page: "datatype-numeric.html", answer: `6 decimal digits`},
+	{q: "effective_cache_size default", page: "runtime-config-query.html", answer: `4 gigabytes`},
+	{q: "maximum number of columns in a table", page: "limits.html", answer: `1,600`},
+	{q: "How large can a single table be in PostgreSQL?", page: "limits.html", answer: `32 TB`},
+	{q: "default_statistics_target default value", page: "runtime-config-query.html", answer: `default is 100\b`, heading: `default_statistics_target`},
+	{q: "Is JIT compilation enabled by default?", page: "runtime-config-query.html", answer: `default is .?on`, heading: `jit`},
+	{q: "default password_encryption method", page: "runtime-config-connection.html", answer: `default is .?scram-sha-256`},
+	{q: "max_wal_senders default", page: "runtime-config-replication.html", answer: `default is .?10\b`},
+	{q: "log_rotation_age default", page: "runtime-config-logging.html", answer: `default is 24 hours`},
+	{q: "how many autovacuum workers can run at the same time by default", page: "runtime-config-autovacuum.html", answer: `default is three`},
+	{q: "log_min_duration_statement default", page: "runtime-config-logging.html", answer: `-1 \(the default\) disables logging statement durations`},
+	{q: "longest character string that can be stored in a text column", page: "datatype-character.html", answer: `about 1 GB`},
+	{q: "table fillfactor default", page: "sql-createtable.html", answer: `100 \(complete packing\) is the default`},
+	{q: "pg_dump custom format archive option", page: "app-pgdump.html", answer: `custom-format archive`},
+	{q: "psql option to turn on expanded table formatting", page: "app-psql.html", answer: `expanded table formatting`},
+	{q: "resolution of the timestamp type", page: "datatype-datetime.html", answer: `1 microsecond`},
+	{q: "which index type does CREATE INDEX create by default", page: "indexes-types.html", answer: `creates B-tree indexes`},
+	{q: "what time does current_timestamp return", page: "functions-datetime.html", answer: `start (time )?of (the )?current transaction`},
+}
+
+// TestManualQuestions measures what the issue asks of reading in one call,
+// on a real manual nobody here wrote: PostgreSQL 15's HTML documentation
+// (Debian's postgresql-doc-15 package) served from loopback. Each question
+// gets eight results: the page that answers it and the seven other pages
+// of the manual that share the most of its words (BM25 over whole pages),
+// so that every page read is about the question's subject. It reports, for
+// each question, where the first passage holding the answer ranks, the
+// characters returned against the pages' main content, and the call's time
+// against its slowest page; and it fails when fewer than four questions in
+// five have the answer among the first three passages.
+//
+//	MCPSEARCH_RESEARCH_MANUAL=/usr/share/doc/postgresql-doc-15/html go test ./research -run TestManualQuestions -v
+//
+// MCPSEARCH_RESEARCH_DELAY_MS=400 makes each page answer after a random
+// delay of up to that many milliseconds (the same for every run), as pages
+// of several sites do.
+func TestManualQuestions(t *testing.T) {
+	dir := os.Getenv("MCPSEARCH_RESEARCH_MANUAL")
+	if dir == "" {
+		t.Skip("set MCPSEARCH_RESEARCH_MANUAL to the folder of PostgreSQL 15's HTML manual (Debian: postgresql-doc-15)")
+	}
+	pages := loadManual(t, dir)
+	delay, _ := strconv.Atoi(os.Getenv("MCPSEARCH_RESEARCH_DELAY_MS"))
+	site := httptest.NewServer(delayed(http.FileServer(http.Dir(dir)), time.Duration(delay)*time.Millisecond))
+	t.Cleanup(site.Close)
+	client, err := fetch.New(fetch.Options{AllowPrivate: true, CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(client, Options{Timeout: 30 * time.Second})
+
+	var top1, top3 int
+	var returned, read int
+	var took, slowest time.Duration
+	t.Logf("%-62s %4s %8s %8s %7s %7s", "question", "rank", "chars", "of", "ms", "slowest")
+	for _, mq := range manualQuestions {
+		answer, heading := regexp.MustCompile(mq.answer), regexp.MustCompile(mq.heading)
+		sources := manualResults(t, pages, mq, site.URL)
+		start := time.Now()
+		ans, err := r.Read(context.Background(), mq.q, sources, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		rank := 0
+		chars := 0
+		for i, p := range ans.Passages {
+			chars += utf8.RuneCountInString(p.Text) + utf8.RuneCountInString(p.Heading)
+			if rank == 0 && p.URL == site.URL+"/"+mq.page && answer.MatchString(plain(p.Text)) && heading.MatchString(p.Heading) {
+				rank = i + 1
+			}
+		}
+		pageChars, slow := 0, time.Duration(0)
+		for _, p := range ans.Pages {
+			if p.Status != StatusRead {
+				t.Errorf("%q: %s not read: %s", mq.q, p.URL, p.Reason)
+			}
+			pageChars += p.Chars
+			slow = max(slow, p.Took)
+		}
+		switch {
+		case rank == 1:
+			top1++
+			fallthrough
+		case rank >= 1 && rank <= 3:
+			top3++
+		}
+		returned, read = returned+chars, read+pageChars
+		took, slowest = took+elapsed, slowest+slow
+		t.Logf("%-62s %4d %8d %8d %7d %7d", clip(mq.q, 60), rank, chars, pageChars, elapsed.Milliseconds(), slow.Milliseconds())
+		if debug := os.Getenv("MCPSEARCH_RESEARCH_DEBUG"); debug != "" && strings.Contains(mq.q, debug) {
+			explain(t, client, sources, mq, answer, heading)
+		}
+	}
+	n := len(manualQuestions)
+	t.Logf("answer first: %d of %d; among the first three: %d of %d (%.0f%%)", top1, n, top3, n, 100*float64(top3)/float64(n))
+	t.Logf("characters returned: %d a question, of %d in the pages read (%.1f%%)", returned/n, read/n, 100*float64(returned)/float64(read))
+	t.Logf("time: %d ms a question, the slowest page %d ms", took.Milliseconds()/int64(n), slowest.Milliseconds()/int64(n))
+	if float64(top3) < 0.8*float64(n) {
+		t.Errorf("the answer is among the first three passages for %d of %d questions, fewer than four in five", top3, n)
+	}
+}
+
+// manualPage is a page of the manual as whole-page BM25 sees it.
+type manualPage struct {
+	name string
+	tf   map[string]int
+	len  int
+}
+
+// loadManual reads every page of the manual as words.
+func loadManual(t *testing.T, dir string) []manualPage {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.html"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no HTML pages in %s: %v", dir, err)
+	}
+	var pages []manualPage
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := manualPage{name: filepath.Base(f), tf: map[string]int{}}
+		tokens(pageText(b), func(term string) { p.tf[term]++; p.len++ })
+		pages = append(pages, p)
+	}
+	return pages
+}
+
+// pageText is the text of an HTML page, scripts and styles left out.
+func pageText(b []byte) string {
+	var sb strings.Builder
+	z := html.NewTokenizer(bytes.NewReader(b))
+	skip := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return sb.String()
+		case html.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "script" || string(name) == "style" {
+				skip++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); (string(name) == "script" || string(name) == "style") && skip > 0 {
+				skip--
+			}
+		case html.TextToken:
+			if skip == 0 {
+				sb.Write(z.Text())
+				sb.WriteByte(' ')
+			}
+		}
+	}
+}
+
+// manualResults are a question's eight results: the manual's pages ranked
+// by BM25 against the question, the answering page where it ranks (last
+// when below the eighth).
+func manualResults(t *testing.T, pages []manualPage, mq manualQuestion, base string) []Source {
+	t.Helper()
+	terms := queryTerms(mq.q)
+	df := map[string]int{}
+	total := 0
+	for _, p := range pages {
+		for term := range terms {
+			if p.tf[term] > 0 {
+				df[term]++
+			}
+		}
+		total += p.len
+	}
+	n, avg := float64(len(pages)), float64(total)/float64(len(pages))
+	type scored struct {
+		name  string
+		score float64
+	}
+	var all []scored
+	found := false
+	for _, p := range pages {
+		s := 0.0
+		for term, q := range terms {
+			if f := float64(p.tf[term]); f > 0 {
+				idf := math.Log(1 + (n-float64(df[term])+0.5)/(float64(df[term])+0.5))
+				s += float64(q) * idf * f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(p.len)/avg))
+			}
+		}
+		all = append(all, scored{p.name, s})
+		found = found || p.name == mq.page
+	}
+	if !found {
+		t.Fatalf("%q: the manual has no page %s", mq.q, mq.page)
+	}
+	slices.SortFunc(all, func(a, b scored) int { return cmpFloat(b.score, a.score) })
+	var names []string
+	for _, s := range all {
+		if len(names) == 7 {
+			break
+		}
+		if s.name != mq.page {
+			names = append(names, s.name)
+		}
+	}
+	at := slices.IndexFunc(all, func(s scored) bool { return s.name == mq.page })
+	names = slices.Insert(names, min(at, len(names)), mq.page)
+	sources := make([]Source, len(names))
+	for i, name := range names {
+		sources[i] = Source{URL: base + "/" + name, Title: name}
+	}
+	return sources
+}
+
+// delayed makes each page answer after a delay drawn from the page's name,
+// up to max.
+func delayed(h http.Handler, max time.Duration) http.Handler {
+	if max <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := fnv.New64a()
+		f.Write([]byte(r.URL.Path))
+		d := time.Duration(rand.New(rand.NewPCG(f.Sum64(), 1)).Int64N(int64(max)))
+		time.Sleep(d)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// explain logs how every passage of a question's pages ranks, down to the
+// first that holds the answer (MCPSEARCH_RESEARCH_DEBUG=part of a question).
+func explain(t *testing.T, client *fetch.Client, sources []Source, mq manualQuestion, answer, heading *regexp.Regexp) {
+	var all []passage
+	for i, s := range sources {
+		d, err := client.Get(context.Background(), s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, split(d.Content, i)...)
+	}
+	cands := bm25(queryTerms(mq.q), all)
+	slices.SortStableFunc(cands, func(a, b ranked) int { return cmpFloat(b.keyword, a.keyword) })
+	t.Logf("    terms %v, %d passages", queryTerms(mq.q), len(all))
+	for i, c := range cands {
+		hit := sources[c.page].URL[strings.LastIndex(sources[c.page].URL, "/")+1:] == mq.page && answer.MatchString(plain(c.text)) && heading.MatchString(c.heading)
+		if i < 6 || hit {
+			t.Logf("    %3d %6.2f link %.2f [%d] %s | %s", i+1, c.keyword, c.linkShare, c.page+1, clip(c.heading, 70), clip(strings.ReplaceAll(c.text, "\n", " "), 120))
+		}
+		if hit {
+			break
+		}
+	}
+}
+
+// plain drops the code and emphasis marks of a passage's text.
+func plain(s string) string {
+	return strings.NewReplacer("`", "", "*", "").Replace(s)
+}
