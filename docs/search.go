@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/docs/keyword"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // Search limits and defaults.
