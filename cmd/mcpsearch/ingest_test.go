@@ -257,7 +257,7 @@ func TestIngestOfficeFiles(t *testing.T) {
 	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_ocr_mode": "off"}
 	dir := t.TempDir()
 	for from, to := range map[string]string{"deck.pptx": "deck", "budget.xlsx": "budget.dat", "contract.odt": "contract", "contract.doc": "old.doc"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "extract", "testdata", "formats", from))
+		data, err := os.ReadFile(filepath.Join("..", "..", "extract", "testdata", "formats", from))
 		if err != nil {
 			t.Fatal(err)
 		}
