@@ -28,6 +28,18 @@ type Config struct {
 	WebSearchMaxResults int
 	WebSearchCacheTTL   time.Duration
 	WebSearchCacheSize  int
+	// WebSearchRead* configure web_search's reading of its results'
+	// pages (the read argument).
+	WebSearchReadMax     int
+	WebSearchReadTimeout time.Duration
+	WebSearchReadPerHost int
+
+	// Rerank* configure the optional reranker of search_docs and of
+	// web_search's passages.
+	RerankURL     string
+	RerankAPIKey  string
+	RerankModel   string
+	RerankTimeout time.Duration
 
 	// FetchURL* configure the fetch_url tool and ingestion by URL.
 	FetchURLEnabled    bool
@@ -257,6 +269,40 @@ func settings() []setting {
 		{env: "MCP_web_search_cache_size", flag: "web-search-cache-size", def: "512",
 			help: "most searches held in the cache", doc: "searches held in that cache",
 			value: intValue(func(c *Config) *int { return &c.WebSearchCacheSize }, atLeast(1))},
+		{env: "MCP_web_search_read_max", flag: "web-search-read-max", def: "10",
+			help:  "most result pages one web_search may read for passages (its read argument); 0 turns reading off",
+			doc:   "the most pages `read` may ask for; `0` turns reading off (see [Research in one call](research.md))",
+			value: intValue(func(c *Config) *int { return &c.WebSearchReadMax }, between(0, 10, " pages"))},
+		{env: "MCP_web_search_read_timeout_ms", flag: "web-search-read-timeout-ms", def: "8000",
+			help:  "time web_search spends reading result pages in milliseconds; pages not read by then are reported as a time-out",
+			doc:   "the time a call with `read` gives the pages; a page not read by then is failed with reason `time-out`",
+			value: msValue(func(c *Config) *time.Duration { return &c.WebSearchReadTimeout })},
+		{env: "MCP_web_search_read_per_host", flag: "web-search-read-per-host", def: "2",
+			help: "most pages of one host web_search reads at once", doc: "pages of one host read at once",
+			value: intValue(func(c *Config) *int { return &c.WebSearchReadPerHost }, between(1, 10, ""))},
+		{env: "MCP_rerank_url", flag: "rerank-url",
+			help: "a reranker that reorders the best 50 candidates of search_docs and of web_search's passages: Hugging Face TEI's /rerank, or the v1/rerank of Cohere or Jina",
+			doc:  "a reranker for `search_docs` and `web_search`'s passages: TEI's `/rerank`, or Cohere's or Jina's `v1/rerank` (see [Research in one call](research.md#a-reranker))",
+			value: textValue(func(c *Config) *string { return &c.RerankURL }, strings.TrimSpace).shown(redactURL),
+			check: func(c *Config) []string {
+				if c.RerankURL == "" {
+					return nil
+				}
+				if u, err := url.Parse(c.RerankURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return []string{fmt.Sprintf("want an http(s) URL such as http://localhost:8081/rerank, got %q", c.RerankURL)}
+				}
+				return nil
+			}},
+		{env: "MCP_rerank_api_key", flag: "rerank-api-key",
+			help:  "bearer token of the reranker (Cohere, Jina)",
+			doc:   "sent as `Authorization: Bearer` to the reranker",
+			value: textValue(func(c *Config) *string { return &c.RerankAPIKey }, nil).shown(redact)},
+		{env: "MCP_rerank_model", flag: "rerank-model",
+			help: "model the reranker is asked for (Cohere and Jina need one, e.g. rerank-v3.5; TEI serves one)", doc: "model name sent to the reranker",
+			value: textValue(func(c *Config) *string { return &c.RerankModel }, strings.TrimSpace)},
+		{env: "MCP_rerank_timeout_ms", flag: "rerank-timeout-ms", def: "2000",
+			help: "time the reranker has to answer in milliseconds; past it the fused order is kept", doc: "past it, the fused order is kept and the result says so",
+			value: msValue(func(c *Config) *time.Duration { return &c.RerankTimeout })},
 
 		{env: "MCP_fetch_url_enabled", flag: "fetch-url-enabled", def: "true",
 			help: "offer the fetch_url tool and ingestion by URL", doc: "offer `fetch_url` and ingestion by URL",

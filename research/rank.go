@@ -26,6 +26,9 @@ const (
 	// headingWeight is how many words of a passage's text one word of
 	// its heading path counts as.
 	headingWeight = 3.0
+	// minRelativeScore is the least score, relative to the best
+	// passage's, of a passage returned.
+	minRelativeScore = 0.1
 	// RerankDepth is how many of the best candidates a reranker reorders.
 	RerankDepth = 50
 	// DefaultMaxEmbed is how many passages, the best by keywords first, a
@@ -40,15 +43,21 @@ type Reranker interface {
 	Rerank(ctx context.Context, query string, texts []string) ([]float64, error)
 }
 
+// Vectors is the embedder that ranks passages by meaning, with the weight
+// of its ranking beside BM25's (docs.Store: the documents' embedder and
+// search_docs's fusion weight for it, whichever it has switched to).
+type Vectors interface {
+	Embedder() embed.Embedder
+	VectorWeight() float64
+}
+
 // Ranking is how passages are chosen among the pages read.
 type Ranking struct {
-	// Embedder, when its vectors carry meaning (embed.Semantic), ranks the
-	// passages too, fused with BM25 by weighted reciprocal rank fusion as
-	// search_docs fuses them; nil or a lexical embedder leaves BM25 alone.
-	Embedder embed.Embedder
-	// VectorWeight is the fused vector ranking's weight, BM25's being 1
-	// (search_docs's weight for the same embedder).
-	VectorWeight float64
+	// Vectors, when its embedder's vectors carry meaning (embed.Semantic),
+	// ranks the passages too, fused with BM25 by weighted reciprocal rank
+	// fusion as search_docs fuses them; nil or a lexical embedder leaves
+	// BM25 alone.
+	Vectors Vectors
 	// MaxEmbed bounds the passages the embedder ranks, the best by BM25
 	// first (default DefaultMaxEmbed): a remote embedder is paid by the
 	// text.
@@ -86,8 +95,8 @@ func (r Ranking) rank(ctx context.Context, query string, all []passage, max int)
 	}
 
 	var notes []string
-	if r.Embedder != nil && embed.Semantic(r.Embedder) {
-		if err := r.fuse(ctx, query, cands); err != nil {
+	if emb := r.embedder(); emb != nil {
+		if err := r.fuse(ctx, query, cands, emb, r.Vectors.VectorWeight()); err != nil {
 			notes = append(notes, fmt.Sprintf("the embedder failed (%v): passages ranked by keywords alone", clip(err.Error(), 120)))
 		}
 	}
@@ -102,6 +111,9 @@ func (r Ranking) rank(ctx context.Context, query string, all []passage, max int)
 			cands[i].score /= top
 		}
 	}
+	// A passage scoring a tenth of the best matches a word or two of the
+	// question by chance: it costs the reader more than it tells.
+	cands = slices.DeleteFunc(cands, func(c ranked) bool { return c.score < minRelativeScore })
 	if r.Reranker != nil {
 		if err := r.rerank(ctx, query, cands[:min(len(cands), RerankDepth)]); err != nil {
 			notes = append(notes, fmt.Sprintf("the reranker failed (%v): passages in their fused order", clip(err.Error(), 120)))
@@ -171,7 +183,7 @@ func bm25(terms map[string]float64, all []passage) []ranked {
 // fuse adds the embedder's ranking of the best MaxEmbed candidates (which
 // are sorted by keyword score) to their scores by weighted reciprocal rank
 // fusion, and re-sorts them.
-func (r Ranking) fuse(ctx context.Context, query string, cands []ranked) error {
+func (r Ranking) fuse(ctx context.Context, query string, cands []ranked, emb embed.Embedder, w float64) error {
 	limit := r.MaxEmbed
 	if limit <= 0 {
 		limit = DefaultMaxEmbed
@@ -182,7 +194,7 @@ func (r Ranking) fuse(ctx context.Context, query string, cands []ranked) error {
 	for _, c := range head {
 		texts = append(texts, passageForModel(c.passage))
 	}
-	vecs, err := r.Embedder.Embed(ctx, texts)
+	vecs, err := emb.Embed(ctx, texts)
 	if err != nil {
 		return err
 	}
@@ -196,7 +208,6 @@ func (r Ranking) fuse(ctx context.Context, query string, cands []ranked) error {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(sims[b], sims[a]) })
-	w := r.VectorWeight
 	if w <= 0 {
 		w = 1
 	}
@@ -217,6 +228,17 @@ func (r Ranking) fuse(ctx context.Context, query string, cands []ranked) error {
 		}
 		return cmpPos(a, b)
 	})
+	return nil
+}
+
+// embedder returns the embedder that ranks by meaning, or nil.
+func (r Ranking) embedder() embed.Embedder {
+	if r.Vectors == nil {
+		return nil
+	}
+	if e := r.Vectors.Embedder(); e != nil && embed.Semantic(e) {
+		return e
+	}
 	return nil
 }
 

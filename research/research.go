@@ -20,7 +20,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/fetch"
 )
 
@@ -226,12 +225,13 @@ wait:
 	return out, nil
 }
 
-// Ask returns the max passages of one page that best answer query.
-func (r *Reader) Ask(ctx context.Context, query string, doc *fetch.Document, max int) Answer {
-	best, note := r.opts.Ranking.rank(ctx, query, split(doc.Content, 0), max)
+// Ask returns the max passages of one page's content (Markdown, as fetch
+// writes it) that best answer query.
+func (r *Reader) Ask(ctx context.Context, query string, page Source, content string, max int) Answer {
+	best, note := r.opts.Ranking.rank(ctx, query, split(content, 0), max)
 	out := Answer{Note: note, Passages: make([]Passage, 0, len(best))}
 	for _, b := range best {
-		out.Passages = append(out.Passages, Passage{URL: doc.FinalURL, Title: doc.Title, Text: b.text, Heading: b.heading, Score: round(b.score)})
+		out.Passages = append(out.Passages, Passage{URL: page.URL, Title: page.Title, Text: b.text, Heading: b.heading, Score: round(b.score)})
 	}
 	return out
 }
@@ -241,7 +241,7 @@ func (r *Reader) Ask(ctx context.Context, query string, doc *fetch.Document, max
 // (a semantic embedder or a reranker) is asked.
 func (r *Reader) rankingReserve() time.Duration {
 	reserve := r.opts.Timeout / 20
-	if r.opts.Ranking.Reranker != nil || r.opts.Ranking.Embedder != nil && embed.Semantic(r.opts.Ranking.Embedder) {
+	if r.opts.Ranking.Reranker != nil || r.opts.Ranking.embedder() != nil {
 		reserve += r.opts.Timeout / 8
 	}
 	return reserve
@@ -295,7 +295,8 @@ func Reason(err error) string {
 		return "refused address"
 	case errors.Is(err, fetch.ErrUnsupportedType):
 		if _, ct, ok := strings.Cut(err.Error(), fetch.ErrUnsupportedType.Error()+": "); ok && ct != "" {
-			return "not a readable type (" + clip(ct, 60) + ")"
+			ct, _, _ = strings.Cut(ct, ";")
+			return "not a readable type (" + clip(strings.TrimSpace(ct), 60) + ")"
 		}
 		return "not a readable type"
 	case errors.Is(err, fetch.ErrTooManyRedirects):

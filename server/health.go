@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/audit"
+	"github.com/mcpsearch/mcpsearch/rerank"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
@@ -101,7 +102,25 @@ func (s *Server) dependencyChecks(ctx context.Context, detailed bool) map[string
 	if s.deps.Audit != nil {
 		checks["audit"] = auditCheck(s.deps.Audit)
 	}
+	if s.deps.Reranker != nil {
+		checks["reranker"] = rerankerCheck(s.deps.Reranker.Status())
+	}
 	return checks
+}
+
+// rerankerCheck reports the reranker from its recent calls, not by calling
+// it: a hosted reranker is paid by the call. A reranker whose last call
+// failed is "degraded", which does not fail readiness: searches keep their
+// fused order and say so.
+func rerankerCheck(st rerank.Status) check {
+	c := check{Status: "ok", Detail: fmt.Sprintf("%s (%s API); no call yet", st.URL, st.API)}
+	if !st.LastOK.IsZero() {
+		c.Detail = fmt.Sprintf("%s (%s API); last answered %s", st.URL, st.API, st.LastOK.UTC().Format(time.RFC3339))
+	}
+	if st.LastError != "" {
+		c.Status, c.Error = "degraded", st.LastError
+	}
+	return c
 }
 
 // auditCheck reports where audit rows go. Rows waiting while the database

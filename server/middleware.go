@@ -279,9 +279,19 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 		body, _ := json.Marshal(envelope{o.failure})
 		e.ErrorCode, e.Error = o.failure.Code, string(body)
 	case o.result != nil:
-		e.Result, _ = json.Marshal(o.result)
+		r := o.result
+		if a, ok := r.(audited); ok {
+			r = a.audited()
+		}
+		e.Result, _ = json.Marshal(r)
 	}
 	s.deps.Audit.Record(e)
+}
+
+// audited is a result that says what the audit keeps of it, when that is
+// less than all of it (web pages' text a call returns, say).
+type audited interface {
+	audited() any
 }
 
 // validJSON returns raw if it is JSON, else raw as a JSON string, so a

@@ -27,6 +27,12 @@ type Deps struct {
 	Search WebSearcher
 	// Fetch reads web pages for fetch_url and ingestion by URL.
 	Fetch PageFetcher
+	// Research reads web_search's result pages (its read argument) and
+	// finds fetch_url's passages (its query argument); nil offers neither.
+	Research Researcher
+	// Reranker reorders search_docs's best candidates; nil keeps the
+	// fused order. /readyz reports how its last call went.
+	Reranker Reranker
 	// Docs serves the documents tools, resources and upload API.
 	Docs Documents
 	// Jobs adds documents as jobs (add_document, the upload API) and

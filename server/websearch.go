@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
+	"github.com/mcpsearch/mcpsearch/rerank"
+	"github.com/mcpsearch/mcpsearch/research"
 	"github.com/mcpsearch/mcpsearch/searxng"
 )
 
@@ -40,7 +43,19 @@ type WebSearchInput struct {
 	// and results outside them are dropped.
 	IncludeDomains []string `json:"include_domains,omitempty" jsonschema:"only results from these domains or their subdomains, e.g. [\"go.dev\", \"github.com\"]"`
 	ExcludeDomains []string `json:"exclude_domains,omitempty" jsonschema:"no results from these domains or their subdomains"`
+	// Read asks for the answer, not just the links: the first Read
+	// results' pages are read at once and their passages that answer
+	// the query returned.
+	Read        int `json:"read,omitempty" jsonschema:"read the first N results' pages (after the domain filters) and return the passages of them that answer the query, best first, instead of snippets only: one call answers a factual question. 0 (default) returns results and snippets; 3 to 5 is a good value"`
+	MaxPassages int `json:"max_passages,omitempty" jsonschema:"with read: the most passages to return, 1 to 20 (default 8)"`
 }
+
+// defaultMaxPassages is how many passages a call with read returns unless
+// it says.
+const defaultMaxPassages = 8
+
+// maxPassages bounds max_passages.
+const maxPassages = 20
 
 // WebSearchOutput is the web_search tool's structured result.
 type WebSearchOutput struct {
@@ -51,6 +66,42 @@ type WebSearchOutput struct {
 	Corrections         []string             `json:"corrections,omitempty"`
 	Infoboxes           []WebInfobox         `json:"infoboxes,omitempty"`
 	UnresponsiveEngines []UnresponsiveEngine `json:"unresponsive_engines,omitempty"`
+	// Passages and Pages are there when the call asked to read.
+	Passages []WebPassage `json:"passages,omitempty"`
+	Pages    []WebPage    `json:"pages,omitempty"`
+	// Note says in one line what could not be used to rank the passages.
+	Note string `json:"note,omitempty"`
+}
+
+// WebPassage is a part of a page read that answers the query.
+type WebPassage struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+	// Text is whole sentences of the page's main content.
+	Text string `json:"text"`
+	// Heading is the heading path of the section holding it, joined by
+	// " > "; empty when none.
+	Heading string `json:"heading"`
+	// Result is the 1-based number of the result the passage came from;
+	// absent for fetch_url's passages.
+	Result int `json:"result,omitempty"`
+	// Score is 0 to 1: relative to the best passage, or the reranker's
+	// relevance.
+	Score float64 `json:"score"`
+}
+
+// WebPage is what became of a result page the call tried to read.
+type WebPage struct {
+	URL string `json:"url"`
+	// Status is read or failed.
+	Status string `json:"status"`
+	// Reason says why a page failed: time-out, 404 Not Found, too large,
+	// refused address, not a readable type, ...
+	Reason string `json:"reason,omitempty"`
+	// Chars is the length of the page's main content.
+	Chars int `json:"chars"`
+	// MS is how long the page took to read or fail.
+	MS int64 `json:"ms"`
 }
 
 // WebResult is one search hit.
@@ -88,6 +139,20 @@ type UnresponsiveEngine struct {
 // scope: web_search touches no conversation.
 func (WebSearchInput) scope() scope { return noConversation() }
 
+// Researcher reads pages and finds their passages that answer a question
+// (research.Reader).
+type Researcher interface {
+	Read(ctx context.Context, query string, sources []research.Source, max int) (research.Answer, error)
+	Ask(ctx context.Context, query string, page research.Source, content string, max int) research.Answer
+	Timeout() time.Duration
+}
+
+// Reranker orders texts by their relevance to a query (rerank.Client).
+type Reranker interface {
+	Rerank(ctx context.Context, query string, texts []string) ([]float64, error)
+	Status() rerank.Status
+}
+
 // WebSearcher runs web searches (searxng.Client, searxng.Pool).
 type WebSearcher interface {
 	Search(ctx context.Context, r searxng.Request) (*searxng.Response, error)
@@ -102,6 +167,8 @@ func webSearchTool() declared {
 			Description: "Search the web through the operator's SearXNG metasearch instance. " +
 				"Use it for current events, facts you are unsure of, documentation and anything outside the conversation's files. " +
 				"Returns numbered results with title, URL and snippet (plus direct answers, suggestions and engines that did not respond). " +
+				"To get the answer itself in one call, set read (e.g. 5): the first results' pages are read at once and the passages that answer the query come back, " +
+				"best first, each with its result number [n], URL and heading, instead of whole pages to fetch one by one. " +
 				"Quote URLs from the results; do not invent them.",
 			Annotations: &mcp.ToolAnnotations{Title: "Web search", ReadOnlyHint: true, OpenWorldHint: boolPtr(true), IdempotentHint: true},
 		},
@@ -109,10 +176,12 @@ func webSearchTool() declared {
 		constrain: webSearch.constrain,
 		run:       webSearch.search,
 		more:      "ask for fewer results (max_results)",
-		timeout:   func(c config.Config) time.Duration { return c.WebSearchTimeout },
-		failures:  searchFailures(),
-		probe:     "searxng",
-		ping:      webSearch.ping,
+		// A call that reads pages has the search's time and then the
+		// pages'; the search alone is bounded by the SearXNG client.
+		timeout:  func(c config.Config) time.Duration { return c.WebSearchTimeout + c.WebSearchReadTimeout },
+		failures: searchFailures(),
+		probe:    "searxng",
+		ping:     webSearch.ping,
 	}
 }
 
@@ -124,6 +193,10 @@ type webSearch struct {
 	lookups    *prometheus.CounterVec
 	maxResults int
 	limit      resultLimit
+	// reader reads result pages for calls with read; nil when the server
+	// cannot fetch pages. readMax bounds read.
+	reader  Researcher
+	readMax int
 }
 
 func newWebSearch(e toolEnv) (webSearch, bool) {
@@ -133,6 +206,8 @@ func newWebSearch(e toolEnv) (webSearch, bool) {
 		lookups:    e.metrics.cache,
 		maxResults: e.cfg.WebSearchMaxResults,
 		limit:      newResultLimit(e.cfg),
+		reader:     e.deps.Research,
+		readMax:    e.cfg.WebSearchReadMax,
 	}, e.deps.Search != nil && e.cfg.WebSearchEnabled
 }
 
@@ -167,6 +242,10 @@ func (w webSearch) constrain(sc *jsonschema.Schema) {
 		d.MaxItems = ptr(searxng.MaxDomains)
 		d.Items.MinLength, d.Items.MaxLength = ptr(1), ptr(253)
 	}
+	r := prop(sc, "read")
+	r.Minimum, r.Maximum = ptr(0.0), ptr(float64(w.readMax))
+	mp := prop(sc, "max_passages")
+	mp.Minimum, mp.Maximum = ptr(1.0), ptr(float64(maxPassages))
 }
 
 func (w webSearch) ping(ctx context.Context) error { return w.searcher.Ping(ctx) }
@@ -188,8 +267,81 @@ func (w webSearch) search(ctx context.Context, in WebSearchInput) (*mcp.CallTool
 		}
 		w.cache.Put(key, resp)
 	}
-	out, text := w.fit(webSearchOutput(req.Query, resp, max))
+	out := webSearchOutput(req.Query, resp, max)
+	if in.Read > 0 {
+		if err := w.read(ctx, &out, in); err != nil {
+			return nil, WebSearchOutput{}, err
+		}
+	}
+	out, text := w.fit(out)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// read reads the pages of out's first in.Read results and adds the
+// passages that answer the query, and what became of each page.
+func (w webSearch) read(ctx context.Context, out *WebSearchOutput, in WebSearchInput) error {
+	n := min(in.Read, len(out.Results))
+	sources := make([]research.Source, n)
+	for i, r := range out.Results[:n] {
+		sources[i] = research.Source{URL: r.URL, Title: r.Title}
+	}
+	ans, err := w.reader.Read(ctx, out.Query, sources, cmp.Or(in.MaxPassages, defaultMaxPassages))
+	if err != nil {
+		return fmt.Errorf("web search: reading the results' pages: %w", err)
+	}
+	out.Passages, out.Pages, out.Note = webPassages(ans.Passages), make([]WebPage, len(ans.Pages)), ans.Note
+	for i, p := range ans.Pages {
+		out.Pages[i] = WebPage{URL: p.URL, Status: p.Status, Reason: p.Reason, Chars: p.Chars, MS: p.Took.Milliseconds()}
+	}
+	return nil
+}
+
+// audited is what the audit keeps of a search: the results' addresses,
+// and with read the pages read and where each passage came from, not the
+// passages' text (tens of kilobytes a call, all of it on the web).
+func (o WebSearchOutput) audited() any {
+	type passage struct {
+		Result  int     `json:"result,omitempty"`
+		URL     string  `json:"url"`
+		Heading string  `json:"heading,omitempty"`
+		Chars   int     `json:"chars"`
+		Score   float64 `json:"score"`
+	}
+	a := struct {
+		Query     string               `json:"query"`
+		Results   []string             `json:"results"`
+		PagesRead *int                 `json:"pages_read,omitempty"`
+		Pages     []WebPage            `json:"pages,omitempty"`
+		Passages  []passage            `json:"passages,omitempty"`
+		Note      string               `json:"note,omitempty"`
+		Answers   []WebAnswer          `json:"answers,omitempty"`
+		Engines   []UnresponsiveEngine `json:"unresponsive_engines,omitempty"`
+	}{Query: o.Query, Results: make([]string, len(o.Results)), Pages: o.Pages, Note: o.Note, Answers: o.Answers, Engines: o.UnresponsiveEngines}
+	for i, r := range o.Results {
+		a.Results[i] = r.URL
+	}
+	if o.Pages != nil {
+		read := 0
+		for _, p := range o.Pages {
+			if p.Status == research.StatusRead {
+				read++
+			}
+		}
+		a.PagesRead = &read
+	}
+	for _, p := range o.Passages {
+		a.Passages = append(a.Passages, passage{p.Result, p.URL, p.Heading, utf8.RuneCountInString(p.Text), p.Score})
+	}
+	return a
+}
+
+// webPassages converts the passages research found.
+func webPassages(ps []research.Passage) []WebPassage {
+	out := make([]WebPassage, len(ps))
+	for i, p := range ps {
+		out[i] = WebPassage{URL: p.URL, Title: p.Title, Text: p.Text, Heading: p.Heading, Result: p.Result, Score: p.Score}
+	}
+	return out
 }
 
 // fit keeps what of a search's answer fits the result size limit: the best
@@ -200,8 +352,13 @@ func (w webSearch) fit(all WebSearchOutput) (WebSearchOutput, string) {
 	if text := webSearchText(all); w.limit.fits(text, all) {
 		return all, text
 	}
-	out := WebSearchOutput{Query: all.Query, Results: []WebResult{}, Suggestions: []string{}}
+	out := WebSearchOutput{Query: all.Query, Results: []WebResult{}, Suggestions: []string{}, Note: all.Note}
 	render := func() (string, any) { return webSearchText(out), out }
+	// With read, the passages are the answer: kept first.
+	out.Passages = all.Passages
+	keepFitting(w.limit, &out.Passages, render)
+	out.Pages = all.Pages
+	keepFitting(w.limit, &out.Pages, render)
 	out.Results = all.Results
 	keepFitting(w.limit, &out.Results, render)
 	out.Answers = all.Answers
@@ -215,6 +372,9 @@ func (w webSearch) fit(all WebSearchOutput) (WebSearchOutput, string) {
 	out.UnresponsiveEngines = all.UnresponsiveEngines
 	keepFitting(w.limit, &out.UnresponsiveEngines, render)
 	text := webSearchText(out)
+	if left := len(all.Passages) - len(out.Passages); left > 0 {
+		text += "\n" + w.limit.note(fmt.Sprintf("%s left out; ask for fewer (max_passages)", plural(left, "more passage")))
+	}
 	if left := len(all.Results) - len(out.Results); left > 0 {
 		text += "\n" + w.limit.note(fmt.Sprintf("%s left out; ask for fewer results (max_results)", plural(left, "more result")))
 	}
@@ -234,6 +394,20 @@ func (w webSearch) request(in WebSearchInput) (searxng.Request, int, error) {
 	max := in.MaxResults
 	if max == 0 {
 		max = min(5, w.maxResults)
+	}
+	if in.Read > 0 {
+		if w.reader == nil || w.readMax == 0 {
+			return searxng.Request{}, 0, badArg("read: this server does not read pages (fetch_url or MCP_web_search_read_max is off): leave read out")
+		}
+		if in.Read > w.readMax {
+			return searxng.Request{}, 0, badArg("read: %d is more than this server reads in one call (%d)", in.Read, w.readMax)
+		}
+		// The pages read are results: as many as asked to read.
+		if max < in.Read {
+			max = in.Read
+		}
+	} else if in.MaxPassages != 0 {
+		return searxng.Request{}, 0, badArg("max_passages: passages come from pages read: set read too, or leave max_passages out")
 	}
 	cats := []string{"general"}
 	if len(in.Categories) > 0 {
@@ -369,11 +543,29 @@ func webSearchText(out WebSearchOutput) string {
 	} else {
 		fmt.Fprintf(&b, "Web results for %q:\n", out.Query)
 	}
+	read := map[string]bool{}
+	for _, p := range out.Pages {
+		read[p.URL] = p.Status == research.StatusRead
+	}
 	for i, r := range out.Results {
 		fmt.Fprintf(&b, "\n%d. %s\n   %s\n", i+1, r.Title, r.URL)
-		if r.Content != "" {
+		// A page read speaks through its passages.
+		if r.Content != "" && !read[r.URL] {
 			fmt.Fprintf(&b, "   %s\n", r.Content)
 		}
+	}
+	writePassages(&b, out.Passages, len(out.Pages))
+	var failed []string
+	for i, p := range out.Pages {
+		if p.Status != research.StatusRead {
+			failed = append(failed, fmt.Sprintf("[%d] %s: %s", i+1, p.URL, p.Reason))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(&b, "\nNot read:\n%s\n", strings.Join(failed, "\n"))
+	}
+	if out.Note != "" {
+		fmt.Fprintf(&b, "\nNote: %s\n", out.Note)
 	}
 	for _, a := range out.Answers {
 		fmt.Fprintf(&b, "\nAnswer: %s", a.Answer)
@@ -399,4 +591,29 @@ func webSearchText(out WebSearchOutput) string {
 		fmt.Fprintf(&b, "\nEngines that did not respond: %s\n", strings.Join(parts, ", "))
 	}
 	return b.String()
+}
+
+// writePassages renders passages, each under its result number, URL and
+// heading path; pages is how many pages the call tried to read (0 for
+// fetch_url's passages, which name no result).
+func writePassages(b *strings.Builder, ps []WebPassage, pages int) {
+	switch {
+	case len(ps) > 0 && pages > 0:
+		fmt.Fprintf(b, "\nPassages that answer it, best first, from %s read:\n", plural(pages, "page"))
+	case len(ps) > 0:
+		b.WriteString("\nPassages that answer it, best first:\n")
+	case pages > 0:
+		fmt.Fprintf(b, "\nNo passage of the %s read matches the query.\n", plural(pages, "page"))
+	}
+	for _, p := range ps {
+		b.WriteString("\n")
+		if p.Result > 0 {
+			fmt.Fprintf(b, "[%d] ", p.Result)
+		}
+		b.WriteString(p.URL)
+		if p.Heading != "" {
+			fmt.Fprintf(b, " › %s", p.Heading)
+		}
+		fmt.Fprintf(b, "\n%s\n", p.Text)
+	}
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/mcpsearch/mcpsearch/migrations"
 	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/ratelimit"
+	"github.com/mcpsearch/mcpsearch/rerank"
+	"github.com/mcpsearch/mcpsearch/research"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/server"
 	"github.com/mcpsearch/mcpsearch/sources"
@@ -196,6 +198,16 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 				}
 			}
 		}
+	}
+	if cfg.RerankURL != "" {
+		rr, err := rerank.New(rerank.Options{URL: cfg.RerankURL, APIKey: cfg.RerankAPIKey, Model: cfg.RerankModel, Timeout: cfg.RerankTimeout})
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("MCP_rerank_url: %w", err)}
+		}
+		deps.Reranker = rr
+	}
+	if deps.Fetch != nil {
+		deps.Research = newResearcher(cfg, deps, log)
 	}
 	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
 	closers = append(closers, func() {
@@ -383,4 +395,23 @@ func runConfig(_ context.Context, env *environment, args []string) error {
 		fmt.Fprintf(env.stdout, "%s=%s\n", kv[0], kv[1])
 	}
 	return nil
+}
+
+// newResearcher reads web_search's result pages and fetch_url's passages
+// through fetch_url's client: ranked by BM25, fused with the documents'
+// embedder when it has meaning (a local model2vec model ranks every
+// candidate; one behind an API the best 64), and reordered by the reranker
+// when there is one.
+func newResearcher(cfg config.Config, deps server.Deps, log *slog.Logger) *research.Reader {
+	ranking := research.Ranking{}
+	if st, ok := deps.Docs.(*docs.Store); ok {
+		ranking.Vectors = st
+		if cfg.EmbedProvider == "model2vec" {
+			ranking.MaxEmbed = 512
+		}
+	}
+	if deps.Reranker != nil {
+		ranking.Reranker = deps.Reranker
+	}
+	return research.New(deps.Fetch, research.Options{Timeout: cfg.WebSearchReadTimeout, PerHost: cfg.WebSearchReadPerHost, Ranking: ranking, Log: log})
 }

@@ -112,6 +112,25 @@ type Server struct {
 	delay     time.Duration
 	requests  int
 	lastQuery url.Values
+	// results are the results of queries set with SetResults.
+	results map[string][]Result
+}
+
+// Result is a search result set with SetResults.
+type Result struct {
+	URL, Title, Content string
+}
+
+// SetResults makes the fake answer query (exactly as sent) with results,
+// in order, instead of the results it derives from the query: pages of a
+// site the test serves, say. The rest of the answer is as usual.
+func (s *Server) SetResults(query string, results []Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.results == nil {
+		s.results = map[string][]Result{}
+	}
+	s.results[query] = results
 }
 
 // New starts a fake SearXNG in OK mode and closes it when the test ends.
@@ -248,6 +267,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	s.requests++
 	s.lastQuery = r.Form
 	mode, delay := s.mode, s.delay
+	set, isSet := s.results[r.Form.Get("q")]
 	s.mu.Unlock()
 
 	if delay > 0 {
@@ -310,7 +330,17 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	case NoEngines:
 		writeJSON(w, noEngines(q))
 	default:
-		writeJSON(w, answer(q, p))
+		resp := answer(q, p)
+		if isSet {
+			resp.Results = resp.Results[:0]
+			for i, r := range set {
+				content := r.Content
+				resp.Results = append(resp.Results, wireResult{URL: r.URL, Title: r.Title, Content: &content,
+					Engine: engines[i%len(engines)], Engines: []string{engines[i%len(engines)]}, Positions: []int{i + 1},
+					Score: float64(len(set) - i), Category: p.categories[0], Template: "default.html"})
+			}
+		}
+		writeJSON(w, resp)
 	}
 }
 
