@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"strconv"
@@ -12,12 +13,10 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"codeberg.org/readeck/go-readability/v2"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 
 	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/extract/htmlmd"
 )
 
 // Document is a fetched page as text.
@@ -137,104 +136,67 @@ func fileTitle(rawURL string) string {
 	return u.Hostname()
 }
 
-// convertHTML fills d's Title and Content and arranges for Raw.
+// convertHTML fills d's Title and Content and arranges for Raw: the page's
+// main content as Markdown (package htmlmd), read in one pass over its
+// bytes; the whole page when its main content holds no text (an index of
+// links, a form).
 func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) error {
 	pageURL, err := url.Parse(d.FinalURL)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidURL, err)
 	}
-	doc, err := parseHTML(d.Body, declared)
+	body, err := utf8Body(d.Body, declared)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	d.Title = extract.HTMLTitle(doc)
-	// The page's text outside its furniture, counted before readability
-	// rewrites the tree, tells when the article it finds is only a part of
-	// the page.
-	pageText := contentRunes(doc)
+	page, err := htmlmd.ConvertBytes(ctx, body, htmlmd.Options{Base: pageURL, Main: true})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	d.Title, d.Content = page.Title, page.Markdown
 	d.rawFn = func() string {
-		// Raw is asked for rarely: parse again rather than keep a second
-		// tree alive for every cached page.
-		doc, err := parseHTML(d.Body, declared)
+		// Raw is asked for rarely: converted again rather than kept for
+		// every cached page.
+		raw, err := htmlmd.ConvertBytes(context.Background(), body, htmlmd.Options{Base: pageURL})
 		if err != nil {
 			return d.Content
 		}
-		md, err := c.markdown(context.Background(), doc, d.FinalURL)
-		if err != nil {
-			return d.Content
-		}
-		return md
+		return raw.Markdown
 	}
-
-	// The parser rewrites the tree it is given; doc is not used afterwards.
-	p := readability.NewParser()
-	article, err := p.ParseAndMutate(doc, pageURL)
-	if err == nil && article.Node != nil {
-		// The page's own <title> wins: readability's guess cuts titles at
-		// separators, which loses words as often as it drops a site name.
-		if d.Title == "" {
-			d.Title = strings.TrimSpace(article.Title())
-		}
-		if contentRunes(article.Node) >= pageText/2 {
-			md, err := c.markdown(ctx, article.Node, d.FinalURL)
-			if err != nil {
-				return err
-			}
-			d.Content = md
-		}
+	if d.Title == "" {
+		d.Title = firstHeading(d.Content)
 	}
 	if strings.TrimSpace(d.Content) == "" {
-		// Readability kept less than half of the page's text: on pages
-		// made of many sections of equal weight (a manual's settings, a
-		// reference), it picks one section and drops the rest. The page
-		// without its furniture keeps them all.
-		d.Content = c.withoutFurniture(ctx, d, declared)
-	}
-	if strings.TrimSpace(d.Content) == "" {
-		// No article found (an index page, a form): the whole page is
-		// better than nothing.
 		d.Content = d.Raw()
 	}
 	return ctx.Err()
 }
 
-// withoutFurniture returns the Markdown of the page with its navigation,
-// headers, footers, sidebars and forms dropped (see furniture); "" when it
-// cannot be had.
-func (c *Client) withoutFurniture(ctx context.Context, d *Document, declared string) string {
-	doc, err := parseHTML(d.Body, declared)
-	if err != nil {
-		return ""
-	}
-	dropFurniture(doc)
-	md, err := c.markdown(ctx, doc, d.FinalURL)
-	if err != nil {
-		return ""
-	}
-	return md
-}
-
-func (c *Client) markdown(ctx context.Context, n *html.Node, pageURL string) (string, error) {
-	b, err := c.md.ConvertNode(n, converter.WithContext(ctx), converter.WithDomain(pageURL))
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
+// firstHeading is the text of the first heading of a page's Markdown, the
+// title of a page without a <title>.
+func firstHeading(md string) string {
+	for line := range strings.SplitSeq(md, "\n") {
+		if t := strings.TrimLeft(line, "#"); len(t) < len(line) && strings.HasPrefix(t, " ") {
+			return strings.TrimSpace(t)
 		}
-		return "", fmt.Errorf("%w: converting HTML to Markdown: %v", ErrUnreadable, err)
 	}
-	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), nil
+	return ""
 }
 
-// parseHTML decodes body by its declared charset, a byte order mark or a
-// <meta> declaration (in that order; UTF-8 when none says) and parses it.
-func parseHTML(body []byte, declared string) (*html.Node, error) {
+// utf8Body decodes body by its declared charset, a byte order mark or a
+// <meta> declaration (in that order; UTF-8 when none says).
+func utf8Body(body []byte, declared string) ([]byte, error) {
 	r, err := charset.NewReader(bytes.NewReader(body), declared)
 	if err != nil {
 		// An unknown charset label: read the bytes as they are.
-		return html.Parse(bytes.NewReader(body))
+		return body, nil
 	}
-	return html.Parse(r)
+	return io.ReadAll(r)
 }
+
 
 // convertPDF returns the text of every page, each under a "--- page N ---"
 // line so that a reader can cite pages.

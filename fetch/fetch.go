@@ -46,12 +46,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
-
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/internal/ttlcache"
 )
@@ -120,7 +114,6 @@ type Client struct {
 	http    *http.Client
 	proxyFn func(*http.Request) (*url.URL, error)
 	cache   *ttlcache.Cache[string, *Document]
-	md      *converter.Converter
 	// lookup resolves a page's host for the check before a proxied
 	// request; tests replace it.
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -173,19 +166,6 @@ func New(opts Options) (*Client, error) {
 		allow:   allow,
 		cache:   ttlcache.New[string, *Document](opts.CacheSize, max(opts.CacheTTL, 0)),
 		proxies: map[string]bool{},
-		// The Markdown is read by models, not rendered: escaping "_" and
-		// "*" in text would cost tokens and hide identifiers such as
-		// cache_size from a text search, and aligned table cells pad wide
-		// tables with spaces.
-		md: converter.NewConverter(
-			converter.WithPlugins(
-				base.NewBasePlugin(),
-				commonmark.NewCommonmarkPlugin(),
-				table.NewTablePlugin(table.WithCellPaddingBehavior(table.CellPaddingBehaviorMinimal)),
-				strikethrough.NewStrikethroughPlugin(),
-			),
-			converter.WithEscapeMode(converter.EscapeModeDisabled),
-		),
 		lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},

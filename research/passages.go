@@ -12,10 +12,18 @@ import (
 // size of an answer and its context. Sections shorter than this are one
 // passage each; longer ones are cut by the documents' chunker at paragraph,
 // line and sentence ends.
-const PassageSize = 700
+const PassageSize = 550
 
 // headingSep joins the headings of a heading path.
 const headingSep = " > "
+
+// shown is the passage's text as a reader gets it.
+func (p *passage) shown() string {
+	if p.context == "" {
+		return p.text
+	}
+	return p.context + "\n" + p.text
+}
 
 // passage is a piece of a page's main content, as ranked.
 type passage struct {
@@ -26,6 +34,9 @@ type passage struct {
 	text string
 	// heading is the heading path of the section holding it.
 	heading string
+	// context is shown before text but not scored: the header row of the
+	// table the passage continues.
+	context string
 	// linkShare is the part of the passage's characters inside links: a
 	// table of contents or a list of related pages is mostly links.
 	linkShare float64
@@ -46,18 +57,18 @@ func split(content string, page int) []passage {
 	for _, c := range chunks {
 		sp := spanAt(doc.Spans, c.Start)
 		heading := info[sp].heading
-		md := c.Content
-		if head := info[sp].tableHead; head != "" && !strings.HasPrefix(md, head) {
-			// A table's rows mean what its header row says.
-			md = head + md
-		}
-		text, linked := clean(md)
+		text, linked := clean(c.Content)
 		// A label begins its section; the heading path says it.
 		text = dropLabel(text, lastHeading(heading))
 		if text == "" {
 			continue
 		}
 		p := passage{page: page, ord: len(out), text: text, heading: heading}
+		if head := info[sp].tableHead; head != "" && !strings.HasPrefix(c.Content, head) {
+			// A table's rows mean what its header row says: shown with
+			// them, not scored by them (every part of the table has it).
+			p.context, _ = clean(head)
+		}
 		p.linkShare = min(float64(linked)/float64(utf8.RuneCountInString(text)), 1)
 		out = append(out, p)
 	}

@@ -272,9 +272,9 @@ func (r Ranking) rerank(ctx context.Context, query string, head []ranked) error 
 // on the first line, then the passage.
 func passageForModel(p *passage) string {
 	if p.heading == "" {
-		return p.text
+		return p.shown()
 	}
-	return p.heading + "\n" + p.text
+	return p.heading + "\n" + p.shown()
 }
 
 // choose takes the best max of cands, sorted best first: at most PerPage

@@ -219,7 +219,7 @@ wait:
 		if title == "" {
 			title = sources[b.page].Title
 		}
-		out.Passages = append(out.Passages, Passage{URL: sources[b.page].URL, Title: title, Text: b.text,
+		out.Passages = append(out.Passages, Passage{URL: sources[b.page].URL, Title: title, Text: b.shown(),
 			Heading: b.heading, Result: b.page + 1, Score: round(b.score)})
 	}
 	return out, nil
@@ -231,7 +231,7 @@ func (r *Reader) Ask(ctx context.Context, query string, page Source, content str
 	best, note := r.opts.Ranking.rank(ctx, query, split(content, 0), max)
 	out := Answer{Note: note, Passages: make([]Passage, 0, len(best))}
 	for _, b := range best {
-		out.Passages = append(out.Passages, Passage{URL: page.URL, Title: page.Title, Text: b.text, Heading: b.heading, Score: round(b.score)})
+		out.Passages = append(out.Passages, Passage{URL: page.URL, Title: page.Title, Text: b.shown(), Heading: b.heading, Score: round(b.score)})
 	}
 	return out
 }

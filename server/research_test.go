@@ -83,7 +83,7 @@ func TestWebSearchReads(t *testing.T) {
 	// A heading path names where a passage is.
 	h.fake.SetResults("quill_cache_ttl", results(site.URL+"/settings.html"))
 	out := decode[WebSearchOutput](t, h.call(t, "web_search", map[string]any{"query": "quill_cache_ttl", "read": 1}))
-	if len(out.Passages) == 0 || out.Passages[0].Heading != "2.2. Cache > quill_cache_ttl (interval)" {
+	if len(out.Passages) == 0 || out.Passages[0].Heading != "2. Settings > 2.2. Cache > quill_cache_ttl (interval)" {
 		t.Errorf("heading path: %+v", out.Passages)
 	}
 
