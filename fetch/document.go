@@ -189,6 +189,10 @@ func firstHeading(md string) string {
 // utf8Body decodes body by its declared charset, a byte order mark or a
 // <meta> declaration (in that order; UTF-8 when none says).
 func utf8Body(body []byte, declared string) ([]byte, error) {
+	if _, name, _ := charset.DetermineEncoding(body[:min(len(body), 1024)], declared); name == "utf-8" {
+		// Most pages: read as they are, invalid bytes replaced later.
+		return body, nil
+	}
 	r, err := charset.NewReader(bytes.NewReader(body), declared)
 	if err != nil {
 		// An unknown charset label: read the bytes as they are.

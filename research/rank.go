@@ -138,7 +138,7 @@ func bm25(terms map[string]float64, all []passage) []ranked {
 	for i := range all {
 		c := counts{}
 		weight := 1.0
-		count := func(t string, part bool) {
+		count := func(t []byte, part bool) {
 			w := weight
 			if part {
 				// A part of a compound word is weaker evidence than the
@@ -147,11 +147,11 @@ func bm25(terms map[string]float64, all []passage) []ranked {
 			} else {
 				c.len += weight
 			}
-			if _, ok := terms[t]; ok {
+			if _, ok := terms[string(t)]; ok {
 				if c.tf == nil {
 					c.tf = map[string]float64{}
 				}
-				c.tf[t] += w
+				c.tf[string(t)] += w
 			}
 		}
 		// The heading path says what the passage is about in a few words:
@@ -326,17 +326,22 @@ func choose(cands []ranked, max int) []ranked {
 // shingleSet returns the hashes of the passage's runs of four words
 // (lowercase letters and digits), or of its single words when it has fewer.
 func shingleSet(text string) map[uint64]bool {
-	var words []string
-	tokens(text, func(t string) { words = append(words, t) })
+	var words []uint64
+	termsOf(text, func(t []byte, part bool) {
+		if !part {
+			h := fnv.New64a()
+			h.Write(t)
+			words = append(words, h.Sum64())
+		}
+	})
 	set := map[uint64]bool{}
 	k := min(4, len(words))
 	for i := 0; i+k <= len(words) && k > 0; i++ {
-		h := fnv.New64a()
+		var h uint64 = 14695981039346656037
 		for _, w := range words[i : i+k] {
-			h.Write([]byte(w))
-			h.Write([]byte{0})
+			h = (h ^ w) * 1099511628211
 		}
-		set[h.Sum64()] = true
+		set[h] = true
 	}
 	return set
 }

@@ -1,7 +1,7 @@
 package research
 
 import (
-	"strings"
+	"bytes"
 	"unicode"
 	"unicode/utf8"
 )
@@ -16,56 +16,64 @@ import (
 // and splitting lose, and questions of plural and singular forms of the
 // same words: the plural stem alone keeps both (see doc/research.md).
 func tokens(text string, fn func(term string)) {
-	termsOf(text, func(term string, _ bool) { fn(term) })
+	termsOf(text, func(term []byte, _ bool) { fn(string(term)) })
 }
 
 // termsOf calls fn with each term of text as tokens does, and whether the
-// term is a part of a compound word rather than a word.
-func termsOf(text string, fn func(term string, part bool)) {
-	var word strings.Builder
-	parts := 0 // separators inside the current word
+// term is a part of a compound word rather than a word. The term's bytes
+// are fn's only during the call: reading a page's words allocates nothing.
+func termsOf(text string, fn func(term []byte, part bool)) {
+	var buf [64]byte
+	word := buf[:0]
+	var stemBuf [64]byte
+	var partBuf [16][2]int
+	parts := partBuf[:0] // the parts of a compound, as offsets in word
 	partStart := 0
-	var partBuf [16]string
-	partList := partBuf[:0]
 	flush := func() {
-		if word.Len() == 0 {
+		if len(word) == 0 {
 			return
 		}
-		w := word.String()
-		if parts == 0 {
-			fn(stem(w), false)
+		if len(parts) == 0 {
+			fn(stemBytes(word, stemBuf[:0]), false)
 		} else {
-			fn(w, false)
-			partList = append(partList, w[partStart:])
-			for _, p := range partList {
-				if p != "" {
-					fn(stem(p), true)
+			fn(word, false)
+			parts = append(parts, [2]int{partStart, len(word)})
+			for _, p := range parts {
+				if p[1] > p[0] {
+					fn(stemBytes(word[p[0]:p[1]], stemBuf[:0]), true)
 				}
 			}
 		}
-		word.Reset()
-		parts, partStart, partList = 0, 0, partBuf[:0]
+		word, parts, partStart = word[:0], parts[:0], 0
 	}
 	for i := 0; i < len(text); {
-		r, size := rune(text[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(text[i:])
-		}
+		c := text[i]
 		switch {
-		case 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
-			word.WriteByte(byte(r))
-		case 'A' <= r && r <= 'Z':
-			word.WriteByte(byte(r) + 'a' - 'A')
-		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			word.WriteRune(unicode.ToLower(r))
-		case (r == '_' || r == '-' || r == '.' || r == '/') && word.Len() > 0 && i+1 < len(text) && isWordByte(text[i+1]):
-			// A separator between two word characters joins a compound.
-			w := word.String()
-			partList = append(partList, w[partStart:])
-			word.WriteByte(byte(r))
-			parts++
-			partStart = word.Len()
-		default:
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			word = append(word, c)
+			i++
+			continue
+		case 'A' <= c && c <= 'Z':
+			word = append(word, c+'a'-'A')
+			i++
+			continue
+		case c < utf8.RuneSelf:
+			if (c == '_' || c == '-' || c == '.' || c == '/') && len(word) > 0 && i+1 < len(text) && isWordByte(text[i+1]) {
+				// A separator between two word characters joins a
+				// compound.
+				parts = append(parts, [2]int{partStart, len(word)})
+				word = append(word, c)
+				partStart = len(word)
+			} else {
+				flush()
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			word = utf8.AppendRune(word, unicode.ToLower(r))
+		} else {
 			flush()
 		}
 		i += size
@@ -81,21 +89,27 @@ func isWordByte(c byte) bool {
 // to "y", "es" to "e" (but not "aes", "ees", "oes"), "s" dropped (but not
 // "us", "ss", "is"). It leaves short words and words with digits alone.
 func stem(w string) string {
+	return string(stemBytes([]byte(w), nil))
+}
+
+// stemBytes is stem of a word's bytes, the "y" of "ies" written to scratch.
+func stemBytes(w, scratch []byte) []byte {
 	n := len(w)
 	if n < 4 || w[n-1] != 's' {
 		return w
 	}
-	for i := 0; i < n; i++ {
-		if w[i] >= '0' && w[i] <= '9' {
+	for _, c := range w {
+		if '0' <= c && c <= '9' {
 			return w
 		}
 	}
+	ends := func(s string) bool { return bytes.HasSuffix(w, []byte(s)) }
 	switch {
-	case strings.HasSuffix(w, "ies") && !strings.HasSuffix(w, "eies") && !strings.HasSuffix(w, "aies"):
-		return w[:n-3] + "y"
-	case strings.HasSuffix(w, "es") && !strings.HasSuffix(w, "aes") && !strings.HasSuffix(w, "ees") && !strings.HasSuffix(w, "oes"):
+	case ends("ies") && !ends("eies") && !ends("aies"):
+		return append(append(scratch, w[:n-3]...), 'y')
+	case ends("es") && !ends("aes") && !ends("ees") && !ends("oes"):
 		return w[:n-1]
-	case strings.HasSuffix(w, "us") || strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "is"):
+	case ends("us") || ends("ss") || ends("is"):
 		return w
 	}
 	return w[:n-1]
@@ -127,11 +141,11 @@ const partWeight = 0.3
 // stop words are left out unless nothing else is left.
 func queryTerms(q string) map[string]float64 {
 	all := map[string]float64{}
-	termsOf(q, func(t string, part bool) {
+	termsOf(q, func(t []byte, part bool) {
 		if part {
-			all[t] += partWeight
+			all[string(t)] += partWeight
 		} else {
-			all[t]++
+			all[string(t)]++
 		}
 	})
 	kept := map[string]float64{}

@@ -108,14 +108,48 @@ const (
 // mainScope looks for a <main> element or role="main", else for exactly one
 // <article>, in the page's bytes.
 func mainScope(body []byte) scope {
-	lower := bytes.ToLower(body)
-	if bytes.Contains(lower, []byte("<main")) || bytes.Contains(lower, []byte(`role="main"`)) || bytes.Contains(lower, []byte(`role='main'`)) {
-		return inMain
+	articles := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '<':
+			switch rest := body[i+1:]; {
+			case hasPrefixFold(rest, "main") && len(rest) > 4 && !isNameByte(rest[4]):
+				return inMain
+			case hasPrefixFold(rest, "article") && len(rest) > 7 && !isNameByte(rest[7]):
+				articles++
+			}
+		case 'r', 'R':
+			if rest := body[i:]; hasPrefixFold(rest, `role="main"`) || hasPrefixFold(rest, `role='main'`) {
+				return inMain
+			}
+		}
 	}
-	if bytes.Count(lower, []byte("<article")) == 1 {
+	if articles == 1 {
 		return inArticle
 	}
 	return wholePage
+}
+
+// hasPrefixFold reports whether b begins with the lowercase ASCII prefix,
+// in any case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
 // element is an open element.
@@ -156,9 +190,10 @@ type converter struct {
 	// lists is the depth of open lists; quote of open blockquotes.
 	lists, quote int
 	// table is the table being read (its rows are written when it ends),
-	// nil outside one; tables nest, the inner one flattened into a cell.
-	table  *table
-	tables []*table
+	// nil outside one; inner counts the tables open inside it, whose
+	// text goes into its cell, spaced.
+	table *table
+	inner int
 	title strings.Builder
 	// inTitle is set while the <title> text is read.
 	inTitle bool
@@ -280,17 +315,20 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 		c.breaks, c.space = 0, false
 	case atom.Table:
 		if c.table != nil {
-			c.tables = append(c.tables, c.table)
-		} else {
-			c.block(2)
+			c.inner++
+			c.space = true
+			return
 		}
+		c.block(2)
 		c.table = &table{}
 	case atom.Tr:
-		if c.table != nil && len(c.tables) == 0 {
+		if c.table != nil && c.inner == 0 {
 			c.table.endRow()
 		}
+		c.space = true
 	case atom.Td, atom.Th:
-		if t := c.table; t != nil && len(c.tables) == 0 {
+		c.space = true
+		if t := c.table; t != nil && c.inner == 0 {
 			t.endCell()
 			t.inCell = true
 			if a == atom.Th && len(t.rows) == 0 {
@@ -451,11 +489,12 @@ func (c *converter) pop() {
 	case atom.Table:
 		c.popTable()
 	case atom.Td, atom.Th:
-		if t := c.table; t != nil && len(c.tables) == 0 {
+		if t := c.table; t != nil && c.inner == 0 {
 			t.endCell()
 		}
+		c.space = true
 	case atom.Tr:
-		if t := c.table; t != nil && len(c.tables) == 0 {
+		if t := c.table; t != nil && c.inner == 0 {
 			t.endRow()
 		}
 	case atom.A:
@@ -480,20 +519,15 @@ func (c *converter) pop() {
 	}
 }
 
-// popTable ends the innermost table: an outer table's is written, an inner
-// one's rows go into the outer table's cell as text.
+// popTable ends the innermost table: an inner one's text is already in the
+// outer table's cell; the outer one is written.
 func (c *converter) popTable() {
-	inner := c.table
-	if len(c.tables) == 0 {
-		c.flushTable()
+	if c.inner > 0 {
+		c.inner--
+		c.space = true
 		return
 	}
-	c.table = c.tables[len(c.tables)-1]
-	c.tables = c.tables[:len(c.tables)-1]
-	inner.endRow()
-	for _, row := range inner.rows {
-		c.write(strings.Join(row, " ") + " ")
-	}
+	c.flushTable()
 }
 
 // flushTable writes the table read as a Markdown table: its first row as
@@ -577,35 +611,33 @@ func (c *converter) text(raw []byte) {
 		c.out = append(c.out, raw...)
 		return
 	}
+	// HTML's white space is ASCII: runs of it are one space.
 	for len(raw) > 0 {
-		i := bytes.IndexFunc(raw, isSpaceRune)
-		if i != 0 {
-			word := raw
-			if i > 0 {
-				word = raw[:i]
-			}
+		i := 0
+		for i < len(raw) && !isSpace(raw[i]) {
+			i++
+		}
+		if i > 0 {
 			if c.space {
-				c.write(" ")
+				c.writeBytes(spaceByte)
 			}
 			c.space = false
-			c.write(string(word))
-			if i < 0 {
-				return
-			}
+			c.writeBytes(raw[:i])
 			raw = raw[i:]
 			continue
 		}
-		j := bytes.IndexFunc(raw, func(r rune) bool { return !isSpaceRune(r) })
-		if j < 0 {
-			j = len(raw)
+		for i < len(raw) && isSpace(raw[i]) {
+			i++
 		}
 		c.space = true
-		raw = raw[j:]
+		raw = raw[i:]
 	}
 }
 
-func isSpaceRune(r rune) bool {
-	return r == ' ' || r == '\n' || r == '\t' || r == '\r' || r == '\f'
+var spaceByte = []byte{' '}
+
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\f'
 }
 
 // write appends s to the table cell being read, or to the output after the
@@ -622,6 +654,21 @@ func (c *converter) write(s string) {
 		c.flushBreaks()
 	}
 	c.out = append(c.out, s...)
+}
+
+// writeBytes is write of bytes.
+func (c *converter) writeBytes(b []byte) {
+	if t := c.table; t != nil {
+		if !t.inCell {
+			return
+		}
+		t.cell = append(t.cell, b...)
+		return
+	}
+	if c.breaks > 0 {
+		c.flushBreaks()
+	}
+	c.out = append(c.out, b...)
 }
 
 // flushBreaks writes the line breaks pending, then the prefix of the lines
@@ -846,6 +893,9 @@ var navWords = map[string]bool{
 // least 60% of its text or no other words than navWords (Next, Previous,
 // Up, Home...).
 func linkBlock(block string) bool {
+	if strings.Count(block, "](") < 2 {
+		return false
+	}
 	links, linked, text := 0, 0, 0
 	onlyNav := true
 	word := make([]byte, 0, 16)
