@@ -201,7 +201,6 @@ func utf8Body(body []byte, declared string) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-
 // convertPDF returns the text of every page, each under a "--- page N ---"
 // line so that a reader can cite pages.
 func convertPDF(ctx context.Context, body []byte) (string, error) {
