@@ -34,6 +34,9 @@ type passage struct {
 	text string
 	// heading is the heading path of the section holding it.
 	heading string
+	// title is the page's title: what the whole page is about, scored as
+	// one more line of the passage.
+	title string
 	// context is shown before text but not scored: the header row of the
 	// table the passage continues.
 	context string
@@ -47,7 +50,7 @@ type passage struct {
 // under a heading, or a PDF page under its "--- page N ---" line) is a span
 // of its own that chunks never cross, and each fenced code block is one too,
 // so that a passage cuts one only when it is longer than a passage.
-func split(content string, page int) []passage {
+func split(content, title string, page int) []passage {
 	doc, info := sections(content)
 	if doc.Text == "" {
 		return nil
@@ -63,7 +66,7 @@ func split(content string, page int) []passage {
 		if text == "" {
 			continue
 		}
-		p := passage{page: page, ord: len(out), text: text, heading: heading}
+		p := passage{page: page, ord: len(out), text: text, heading: heading, title: title}
 		if head := info[sp].tableHead; head != "" && !strings.HasPrefix(c.Content, head) {
 			// A table's rows mean what its header row says: shown with
 			// them, not scored by them (every part of the table has it).

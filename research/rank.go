@@ -159,6 +159,7 @@ func bm25(terms map[string]float64, all []passage) []ranked {
 		weight = headingWeight
 		termsOf(all[i].heading, count)
 		weight = 1
+		termsOf(all[i].title, count)
 		termsOf(all[i].text, count)
 		for t := range c.tf {
 			df[t]++

@@ -208,7 +208,7 @@ wait:
 	var all []passage
 	for i, d := range got {
 		if d != nil {
-			all = append(all, split(d.Content, i)...)
+			all = append(all, split(d.Content, d.Title, i)...)
 		}
 	}
 	best, note := r.opts.Ranking.rank(ctx, query, all, max)
@@ -228,7 +228,7 @@ wait:
 // Ask returns the max passages of one page's content (Markdown, as fetch
 // writes it) that best answer query.
 func (r *Reader) Ask(ctx context.Context, query string, page Source, content string, max int) Answer {
-	best, note := r.opts.Ranking.rank(ctx, query, split(content, 0), max)
+	best, note := r.opts.Ranking.rank(ctx, query, split(content, page.Title, 0), max)
 	out := Answer{Note: note, Passages: make([]Passage, 0, len(best))}
 	for _, b := range best {
 		out.Passages = append(out.Passages, Passage{URL: page.URL, Title: page.Title, Text: b.shown(), Heading: b.heading, Score: round(b.score)})

@@ -46,7 +46,7 @@ func TestSplit(t *testing.T) {
 	md := "# Manual\n\nIntro sentence one. Intro sentence two.\n\n## Settings\n\n`port` (`integer`)\n\nThe port; 5432 by default. See [the list](https://x/list).\n\n" +
 		"`host` (`string`)\n\nThe host name.\n\n### Note\n\nA note.\n\n**Table 1. Limits**\n\n| Item | Limit |\n|---|---|\n" +
 		strings.Repeat("| row item | some limit value |\n", 60) + "\n```\ncode line\n```\n\n--- page 3 ---\nPage three text."
-	ps := split(md, 0)
+	ps := split(md, "", 0)
 	find := func(sub string) passage {
 		for _, p := range ps {
 			if strings.Contains(p.shown(), sub) {
@@ -324,7 +324,7 @@ func BenchmarkPassages(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			all = append(all, split(d.Content, i)...)
+			all = append(all, split(d.Content, d.Title, i)...)
 		}
 		if best, _ := (Ranking{}).rank(ctx, "how do I compress a stream with deflate and flush it", all, 8); len(best) == 0 {
 			b.Fatal("no passage")
