@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/research"
 )
 
 // SearchDocsInput is the search_docs tool's arguments. What query,
@@ -33,6 +35,9 @@ type SearchDocsOutput struct {
 	// MoreChunkIDs are passages that ranked within top_k but did not fit
 	// the result size limit, best first.
 	MoreChunkIDs []string `json:"more_chunk_ids,omitempty" jsonschema:"chunks that ranked within top_k but did not fit the result size limit, best first: get_chunk opens each"`
+	// Note says in one line when the server's reranker could not reorder
+	// the passages.
+	Note string `json:"note,omitempty"`
 }
 
 // searchWords is what search_docs tells agents about what its search can
@@ -240,12 +245,15 @@ type docsTools struct {
 	// a store, what the default (hashing) embedder can.
 	words searchWords
 	limit resultLimit
+	// reranker reorders a search's best research.RerankDepth passages;
+	// nil keeps the fused order.
+	reranker Reranker
 }
 
 func newDocsTools(e toolEnv) (docsTools, bool) {
 	semantic := e.deps.Docs != nil && embed.Semantic(e.deps.Docs.Embedder())
-	return docsTools{store: e.deps.Docs, defaultConversation: e.cfg.DefaultConversation, words: searchWordsFor(semantic), limit: newResultLimit(e.cfg)},
-		e.deps.Docs != nil && e.cfg.DocsEnabled
+	return docsTools{store: e.deps.Docs, defaultConversation: e.cfg.DefaultConversation, words: searchWordsFor(semantic), limit: newResultLimit(e.cfg),
+		reranker: e.deps.Reranker}, e.deps.Docs != nil && e.cfg.DocsEnabled
 }
 
 func (d docsTools) ping(ctx context.Context) error { return d.store.Ping(ctx) }
@@ -398,10 +406,20 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
 		Threshold: in.Threshold, Mode: docs.Mode(in.Mode)}
+	topK := cmp.Or(q.TopK, docs.DefaultTopK)
+	if d.reranker != nil {
+		// The reranker chooses the top_k among the best candidates.
+		q.TopK = max(topK, research.RerankDepth)
+	}
 	hits, err := d.store.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)
 	}
+	note := ""
+	if d.reranker != nil {
+		hits, note = d.rerank(ctx, q.Text, hits)
+	}
+	hits = hits[:min(len(hits), topK)]
 	chunks := make([]DocChunk, 0, len(hits))
 	for _, h := range hits {
 		chunks = append(chunks, DocChunk{ChunkID: h.ChunkID, FileID: h.FileID, FileName: h.FileName, Content: h.Content,
@@ -409,7 +427,36 @@ func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.Cal
 			PageStart: page(h.PageStart), PageEnd: page(h.PageEnd), Source: h.Source, Location: location(h.Location)})
 	}
 	out, text := d.fitSearch(q.Text, chunks)
+	if note != "" {
+		out.Note = note
+		text += "\nNote: " + note + "\n"
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// rerank reorders hits by the reranker's relevance, which becomes their
+// score; when the reranker fails, hits keep their order and note says so.
+func (d docsTools) rerank(ctx context.Context, query string, hits []docs.Hit) ([]docs.Hit, string) {
+	if len(hits) < 2 {
+		return hits, ""
+	}
+	texts := make([]string, len(hits))
+	for i, h := range hits {
+		texts[i] = h.Content
+	}
+	scores, err := d.reranker.Rerank(ctx, query, texts)
+	if err == nil && len(scores) != len(hits) {
+		err = fmt.Errorf("%d scores for %d passages", len(scores), len(hits))
+	}
+	if err != nil {
+		return hits, fmt.Sprintf("the reranker failed (%s): passages in their fused order", clip(err.Error(), 120))
+	}
+	out := slices.Clone(hits)
+	for i := range out {
+		out[i].Score = scores[i]
+	}
+	slices.SortStableFunc(out, func(a, b docs.Hit) int { return cmp.Compare(b.Score, a.Score) })
+	return out, ""
 }
 
 // fitSearch keeps the best passages that fit the result size limit and

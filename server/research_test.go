@@ -2,7 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/researchtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
+	"github.com/mcpsearch/mcpsearch/rerank"
 	"github.com/mcpsearch/mcpsearch/research"
 )
 
@@ -268,4 +273,95 @@ func TestWebSearchAuditedWithoutText(t *testing.T) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// standInReranker is a TEI-shaped reranker in the test: a text scores 1
+// when it holds favourite, else 0; down answers 500. It records how many
+// texts each request held.
+type standInReranker struct {
+	favourite string
+	mu        sync.Mutex
+	down      bool
+	sizes     []int
+}
+
+func (s *standInReranker) serve(t *testing.T) *rerank.Client {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Query string   `json:"query"`
+			Texts []string `json:"texts"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		down := s.down
+		s.sizes = append(s.sizes, len(req.Texts))
+		s.mu.Unlock()
+		if down {
+			http.Error(w, `{"error":"model not loaded"}`, http.StatusInternalServerError)
+			return
+		}
+		type entry struct {
+			Index int     `json:"index"`
+			Score float64 `json:"score"`
+		}
+		var out []entry
+		for i, tx := range req.Texts {
+			score := 0.0
+			if strings.Contains(tx, s.favourite) {
+				score = 1
+			}
+			out = append(out, entry{i, score})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(hs.Close)
+	c, err := rerank.New(rerank.Options{URL: hs.URL + "/rerank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestSearchDocsReranked: with a reranker, search_docs's best candidates
+// are reordered by it; when it fails, the fused order is kept and the
+// result says so; /readyz reports it.
+func TestSearchDocsReranked(t *testing.T) {
+	sr := &standInReranker{favourite: "lighthouse"}
+	rr := sr.serve(t)
+	h := newDocsHarness(t, nil, func(d *Deps) { d.Reranker = rr })
+	var doc strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&doc, "## Part %d\n\nThe harbour keeps boats of every size, part %d of the harbour guide.\n\n", i, i)
+	}
+	doc.WriteString("## Coast\n\nThe lighthouse stands at the end of the harbour wall.\n")
+	resp := upload(t, h.http.URL, "conv-r", map[string][]byte{"guide.md": []byte(doc.String())}, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	h.waitReady(t, "conv-r", 1)
+
+	out := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "harbour", "conversation_id": "conv-r", "top_k": 3}))
+	if len(out.Chunks) != 3 || !strings.Contains(out.Chunks[0].Content, "lighthouse") || out.Chunks[0].Score != 1 || out.Note != "" {
+		t.Fatalf("reranked search: %+v", out)
+	}
+	if n := sr.sizes[len(sr.sizes)-1]; n < 3 || n > research.RerankDepth {
+		t.Errorf("the reranker was asked about %d passages, want top_k up to %d", n, research.RerankDepth)
+	}
+
+	sr.mu.Lock()
+	sr.down = true
+	sr.mu.Unlock()
+	res := h.call(t, "search_docs", map[string]any{"query": "harbour", "conversation_id": "conv-r", "top_k": 3})
+	out = decode[SearchDocsOutput](t, res)
+	if len(out.Chunks) != 3 || !strings.Contains(out.Note, "reranker failed") || !strings.Contains(textOf(res), "Note: the reranker failed") {
+		t.Errorf("with the reranker down: %+v", out)
+	}
+	checks := h.srv.dependencyChecks(t.Context(), true)
+	if c := checks["reranker"]; c.Status != "degraded" || !strings.Contains(c.Error, "HTTP 500") {
+		t.Errorf("readiness of a failing reranker: %+v", c)
+	}
 }
