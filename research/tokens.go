@@ -7,7 +7,7 @@ import (
 )
 
 // tokens calls fn with each term of text: lowercase runs of letters and
-// digits, stemmed for plurals (stem). A compound word joined by "_", "-",
+// digits, stemmed for plurals (stemBytes). A compound word joined by "_", "-",
 // "." or "/" between letters or digits (max_connections, pg_hba.conf,
 // --max-time, v2.1) is a term whole, and its parts are terms too, so that
 // an identifier is found whole and by the words it is made of.
@@ -85,14 +85,10 @@ func isWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= utf8.RuneSelf
 }
 
-// stem removes English plural endings, as Harman's S-stemmer does: "ies"
-// to "y", "es" to "e" (but not "aes", "ees", "oes"), "s" dropped (but not
-// "us", "ss", "is"). It leaves short words and words with digits alone.
-func stem(w string) string {
-	return string(stemBytes([]byte(w), nil))
-}
-
-// stemBytes is stem of a word's bytes, the "y" of "ies" written to scratch.
+// stemBytes removes English plural endings, as Harman's S-stemmer does:
+// "ies" to "y" (written to scratch), "es" to "e" (but not "aes", "ees",
+// "oes"), "s" dropped (but not "us", "ss", "is"). It leaves short words and
+// words with digits alone.
 func stemBytes(w, scratch []byte) []byte {
 	n := len(w)
 	if n < 4 || w[n-1] != 's' {
