@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -78,8 +79,8 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[attribute.Key]string
 	t.Helper()
 	got := attrs(s)
 	for k, v := range want {
-		if g, ok := got[k]; !ok || g.Emit() != v {
-			t.Errorf("span %q: %s = %q, want %q (attributes %v)", s.Name, k, g.Emit(), v, s.Attributes)
+		if g, ok := got[k]; !ok || g.String() != v {
+			t.Errorf("span %q: %s = %q, want %q (attributes %v)", s.Name, k, g.String(), v, s.Attributes)
 		}
 	}
 }
@@ -367,5 +368,33 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per call with tracing off, want 0", allocs)
+	}
+}
+
+// A call's query text and conversation id are in its span only when the
+// operator allows them; the conversation is otherwise hashed.
+func TestTraceQueryAndConversationOnlyWhenAllowed(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprint("allowed=", allow), func(t *testing.T) {
+			h, exp := tracedHarness(t, func(c *config.Config) { c.TraceQueryText, c.TraceConversationID = allow, allow })
+			h.call(t, "web_search", map[string]any{"query": "private words"})
+			if got := attrs(spanNamed(t, exp.GetSpans(), "tools/call web_search"))[telemetry.QueryKey].AsString(); (got == "private words") != allow || (got != "" && !allow) {
+				t.Errorf("mcpsearch.query = %q with the query allowed %v", got, allow)
+			}
+
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+			ctx, span := tp.Tracer("test").Start(context.Background(), "tools/call search_docs")
+			c := &call{Args: json.RawMessage(`{"query":"private words","conversation_id":"conv-9"}`)}
+			h.srv.traceCall(ctx, c, outcome{conversation: "conv-9", job: "job-1"}, "ok")
+			span.End()
+			got := attrs(spanNamed(t, exp.GetSpans(), "tools/call search_docs"))
+			if id, hash := got[telemetry.ConversationIDKey].AsString(), got[telemetry.ConversationHashKey].AsString(); allow && (id != "conv-9" || hash != "") ||
+				!allow && (id != "" || len(hash) != 16) {
+				t.Errorf("conversation id %q hash %q with the id allowed %v", id, hash, allow)
+			}
+			if got[telemetry.JobIDKey].AsString() != "job-1" || got[telemetry.OutcomeKey].AsString() != "ok" {
+				t.Errorf("attributes %v", got)
+			}
+		})
 	}
 }

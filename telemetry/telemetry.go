@@ -19,6 +19,17 @@
 //		span.SetAttributes(telemetry.ServerAddress(host))
 //	}
 //
+// Work done in parallel goes under one parent, each piece a child of it:
+// the pages a tool reads at once, for example, are read with the context
+// of one span, and fetch.Client.Get makes each page's "read page" span
+// (host, cache, status, bytes, extraction) below it:
+//
+//	ctx, span := telemetry.Start(ctx, "read pages", trace.SpanKindInternal)
+//	defer span.End()
+//	for i, u := range urls {
+//		wg.Go(func() { docs[i], errs[i] = fetcher.Get(ctx, u) })
+//	}
+//
 // Nothing secret goes into an attribute: no API key, token, header value,
 // document or query text, URL path or query (a page is named by its host),
 // and no error message (they can quote all of these): a failure is named by
