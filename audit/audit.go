@@ -23,6 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Entry is one tool call.
@@ -52,6 +55,9 @@ type Entry struct {
 	// row storable (NUL or invalid UTF-8 replaced, over-long text cut, a
 	// number out of range), in table order; empty for most rows.
 	Sanitised []string
+	// Trace is the span of the call, which the span of the write that
+	// stores the row links to; it is not stored.
+	Trace trace.SpanContext
 }
 
 // Options tune a Writer. Zero values take the defaults.
@@ -64,6 +70,9 @@ type Options struct {
 	StallAfter     time.Duration // failing this long with rows queued makes Status report Stalled (default 30s)
 	ServerID       *uuid.UUID    // fills server_id of every row
 	Logger         *slog.Logger
+	// Tracer traces the writes of batches holding sampled calls, each a
+	// trace of its own linked to those calls; nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 // Stats counts what a Writer has done.
@@ -300,13 +309,20 @@ func (w *Writer) run() {
 // one by one instead, so that only a row it still refuses is set aside
 // (logged and counted as poisoned) and every other row is stored. Any other
 // failure, such as an outage, leaves the rows queued for the caller to retry.
-func (w *Writer) flushOne() error {
+func (w *Writer) flushOne() (err error) {
 	w.mu.Lock()
 	batch := w.queue[:min(len(w.queue), w.opts.BatchSize)]
 	batch = append([]Entry(nil), batch...)
 	w.mu.Unlock()
 
-	err := w.writeBatch(batch)
+	ctx, span := w.startWrite(batch)
+	defer func() {
+		if err != nil {
+			telemetry.Fail(span, "write_failed")
+		}
+		span.End()
+	}()
+	err = w.writeBatch(ctx, batch)
 	if err == nil {
 		w.settle(len(batch), len(batch), 0)
 		return nil
@@ -316,7 +332,7 @@ func (w *Writer) flushOne() error {
 	}
 	written, poisoned := 0, 0
 	for i, e := range batch {
-		err := w.writeRow(e)
+		err := w.writeRow(ctx, e)
 		switch {
 		case err == nil:
 			written++
@@ -355,10 +371,31 @@ func (w *Writer) settle(n, written, poisoned int) {
 	w.stats.LastErr = ""
 }
 
+// startWrite starts the span of the write of batch when one of its calls
+// was sampled: a trace of its own, linked to those calls.
+func (w *Writer) startWrite(batch []Entry) (context.Context, trace.Span) {
+	ctx := context.Background()
+	if w.opts.Tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	var links []trace.Link
+	for _, e := range batch {
+		if e.Trace.IsSampled() {
+			links = append(links, trace.Link{SpanContext: e.Trace})
+		}
+	}
+	if len(links) == 0 {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	ctx, span := telemetry.StartRoot(ctx, w.opts.Tracer, "audit write", trace.SpanKindInternal, links...)
+	span.SetAttributes(telemetry.RowsKey.Int(len(batch)))
+	return ctx, span
+}
+
 // writeBatch stores batch with one COPY into a staging table and one
 // INSERT, which skips ids already stored.
-func (w *Writer) writeBatch(batch []Entry) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (w *Writer) writeBatch(ctx context.Context, batch []Entry) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS audit_stage (LIKE chat_mcp_tool_calls INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`); err != nil {
@@ -377,8 +414,8 @@ func (w *Writer) writeBatch(batch []Entry) error {
 }
 
 // writeRow stores one row on its own.
-func (w *Writer) writeRow(e Entry) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (w *Writer) writeRow(ctx context.Context, e Entry) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := w.pool.Exec(ctx, `INSERT INTO chat_mcp_tool_calls (`+columnList+`) VALUES (`+placeholders+`) ON CONFLICT (id) DO NOTHING`, values(e)...)
 	return err

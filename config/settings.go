@@ -19,6 +19,12 @@ type Config struct {
 	Stateless  bool
 	LogFormat  string
 	LogLevel   string
+	// Trace* decide what spans may hold when tracing is on (the OTEL_*
+	// environment): statements' text, what calls search for, and
+	// conversation ids rather than their hashes.
+	TraceSQLText        bool
+	TraceQueryText      bool
+	TraceConversationID bool
 	// UIEnabled serves the web page at /ui/ on the HTTP listener.
 	UIEnabled bool
 
@@ -232,6 +238,18 @@ func settings() []setting {
 			help: "debug, info, warn or error", doc: "`debug`, `info`, `warn`, `error`",
 			value: textValue(func(c *Config) *string { return &c.LogLevel }, nil),
 			check: oneOf(func(c *Config) string { return c.LogLevel }, "debug", "info", "warn", "error")},
+		{env: "MCP_trace_sql_text", flag: "trace-sql-text", def: "false",
+			help:  "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT), put each SQL statement's text in its span (never its arguments)",
+			doc:   "with [tracing](operations.md#tracing) on, SQL statements' text in their spans (never their arguments)",
+			value: boolValue(func(c *Config) *bool { return &c.TraceSQLText })},
+		{env: "MCP_trace_query_text", flag: "trace-query-text", def: "false",
+			help:  "with tracing on, put what a call searches for (its query argument) in its span",
+			doc:   "with tracing on, the text a call searches for in its span",
+			value: boolValue(func(c *Config) *bool { return &c.TraceQueryText })},
+		{env: "MCP_trace_conversation_id", flag: "trace-conversation-id", def: "false",
+			help:  "with tracing on, put conversation ids in spans; false puts a hash of them",
+			doc:   "with tracing on, conversation ids in spans; `false`: a SHA-256 hash of them",
+			value: boolValue(func(c *Config) *bool { return &c.TraceConversationID })},
 
 		{env: "MCP_web_search_enabled", flag: "web-search-enabled", def: "true",
 			help: "offer the web_search tool", doc: "offer `web_search` (a disabled tool is not listed)",

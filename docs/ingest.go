@@ -18,11 +18,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/extract/ocr"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // File statuses.
@@ -114,6 +116,9 @@ type IngestOptions struct {
 	Index IndexPolicy
 	// Logger receives background processing events; nil discards them.
 	Logger *slog.Logger
+	// Tracer traces each batch of files a worker processes, a trace of
+	// its own (extraction, chunking, the embedder); nil traces none.
+	Tracer trace.TracerProvider
 }
 
 // Ingester runs the upload pipeline on a Store: it detects, extracts,
@@ -744,11 +749,23 @@ func (in *Ingester) split(ctx context.Context, mimeType string, data []byte) (do
 			err = fmt.Errorf("%w: internal error while reading the file", extract.ErrCorrupt)
 		}
 	}()
-	doc, err = in.limits().Extract(ctx, mimeType, data)
+	xctx, span := telemetry.Start(ctx, "extract", trace.SpanKindInternal)
+	doc, err = in.limits().Extract(xctx, mimeType, data)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.ContentTypeKey.String(mimeType), telemetry.FileBytesKey.Int(len(data)))
+	}
 	if err != nil {
+		telemetry.Fail(span, "unreadable")
+		span.End()
 		return nil, nil, err
 	}
+	span.End()
+	_, span = telemetry.Start(ctx, "chunk", trace.SpanKindInternal)
 	chunks = chunk.Split(doc, in.opts.Chunk)
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.ChunksKey.Int(len(chunks)))
+	}
+	span.End()
 	if len(chunks) == 0 {
 		return nil, nil, extract.ErrNoText
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Background processing keeps every accepted upload in the database until
@@ -465,6 +468,12 @@ func (in *Ingester) run(files []File, attempts []int, kept map[string][]byte, c 
 	defer cancelTimeout()
 	stop := in.keepLease(ctx, cancel, c, len(files))
 	defer stop()
+	// After keepLease, whose renewals are not the files' work.
+	ctx, span := telemetry.StartRoot(ctx, in.opts.Tracer, "ingest", trace.SpanKindInternal)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.FilesKey.Int(len(files)))
+	}
 
 	items := make([]*commitItem, 0, len(files))
 	var datas [][]byte

@@ -1,9 +1,11 @@
 package embed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -76,4 +78,25 @@ func retryableStatus(code int) bool {
 	default:
 		return code >= 500 && code <= 599
 	}
+}
+
+// errorClass names the class of an embedder's failure, for its span: the
+// HTTP status a provider answered, or the kind of failure.
+func errorClass(err error) string {
+	var se *StatusError
+	switch {
+	case errors.As(err, &se):
+		return strconv.Itoa(se.StatusCode)
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, ErrRejected):
+		return "rejected"
+	case errors.Is(err, ErrBadResponse):
+		return "bad_response"
+	}
+	return "_OTHER"
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Dimension limits of the local embedder. The upper bound is the largest
@@ -97,6 +99,8 @@ func (l *Local) Lexical() bool { return true }
 // Embed returns one unit-length vector per text. It stops early with the
 // context's error when ctx is done.
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	_, span := telemetry.StartEmbeddings(ctx, ProviderLocal, l.model, len(texts), false)
+	defer span.End()
 	out := make([][]float32, len(texts))
 	var s scratch
 	for i, t := range texts {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // DefaultOllamaBaseURL is where a local Ollama listens by default.
@@ -105,7 +107,9 @@ func (o *Ollama) Probe(ctx context.Context) (int, error) { return o.r.probe(ctx)
 
 // Embed returns one vector per text, in order, sending at most BatchSize
 // texts per request.
-func (o *Ollama) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (o *Ollama) Embed(ctx context.Context, texts []string) (vecs [][]float32, err error) {
+	ctx, span := telemetry.StartEmbeddings(ctx, ProviderOllama, o.model, len(texts), true)
+	defer func() { telemetry.End(span, err, errorClass) }()
 	return o.r.embed(ctx, texts)
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // DefaultOpenAIBaseURL is the OpenAI API, used when OpenAIConfig.BaseURL is empty.
@@ -106,7 +108,9 @@ func (o *OpenAI) Probe(ctx context.Context) (int, error) { return o.r.probe(ctx)
 
 // Embed returns one vector per text, in order, sending at most BatchSize
 // texts per request.
-func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (o *OpenAI) Embed(ctx context.Context, texts []string) (vecs [][]float32, err error) {
+	ctx, span := telemetry.StartEmbeddings(ctx, ProviderOpenAI, o.model, len(texts), true)
+	defer func() { telemetry.End(span, err, errorClass) }()
 	return o.r.embed(ctx, texts)
 }
 

@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Do sends req, a GET or HEAD request the caller shaped (conditional
@@ -42,6 +45,8 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
+	// The span ends when the body is closed, with the bytes read.
+	ctx, span := startRequest(ctx, req.Method, u)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	req = req.Clone(ctx)
 	req.URL, req.Host = u, ""
@@ -56,19 +61,28 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, err
 	}
 	if err := c.checkRequest(req); err != nil {
 		cancel()
-		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+		err = fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+		endRequest(span, 0, nil, err)
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		cancel()
-		return nil, c.transportError(ctx, u, err)
+		err = c.transportError(ctx, u, err)
+		endRequest(span, 0, nil, err)
+		return nil, err
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && resp.ContentLength > c.opts.MaxBodyBytes {
 		resp.Body.Close()
 		cancel()
-		return nil, c.tooLarge(u)
+		err = c.tooLarge(u)
+		endRequest(span, resp.StatusCode, nil, err)
+		return nil, err
 	}
-	resp.Body = &boundedBody{body: resp.Body, left: c.opts.MaxBodyBytes, ctx: ctx, cancel: cancel, c: c, u: u}
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.HTTPStatusKey.Int(resp.StatusCode))
+	}
+	resp.Body = &boundedBody{body: resp.Body, left: c.opts.MaxBodyBytes, ctx: ctx, cancel: cancel, c: c, u: u, span: span}
 	return resp, nil
 }
 
@@ -88,6 +102,9 @@ type boundedBody struct {
 	c      *Client
 	u      *url.URL
 	err    error
+	// span is the request's, ended by Close.
+	span trace.Span
+	read int64
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -112,6 +129,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	b.left -= int64(n)
+	b.read += int64(n)
 	if err != nil {
 		return n, b.fail(err)
 	}
@@ -130,5 +148,12 @@ func (b *boundedBody) fail(err error) error {
 func (b *boundedBody) Close() error {
 	err := b.body.Close()
 	b.cancel()
+	if b.span.IsRecording() {
+		b.span.SetAttributes(telemetry.HTTPBodySizeKey.Int64(b.read))
+		if b.err != nil {
+			telemetry.Fail(b.span, errorClass(b.err))
+		}
+	}
+	b.span.End()
 	return err
 }

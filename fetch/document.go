@@ -13,10 +13,12 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/html/charset"
 
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/extract/htmlmd"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Document is a fetched page as text.
@@ -67,13 +69,17 @@ func (d *Document) Raw() string {
 // Options.CacheTTL, and converts it to text. Errors wrap the package's
 // sentinels (ErrBlocked, ErrUnsupportedType, ...), an *HTTPStatusError, or
 // the caller's context error.
-func (c *Client) Get(ctx context.Context, rawURL string) (*Document, error) {
+func (c *Client) Get(ctx context.Context, rawURL string) (d *Document, err error) {
 	u, err := parseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
+	ctx, span := telemetry.Start(ctx, "read page", trace.SpanKindInternal)
+	cached := false
+	defer func() { endRead(span, u, cached, d, err) }()
 	key := u.String()
 	if d, ok := c.cache.Get(key); ok {
+		cached = true
 		return d, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -82,7 +88,7 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.Convert(ctx, res)
+	d, err = c.Convert(ctx, res)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +96,34 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Document, error) {
 	return d, nil
 }
 
+// endRead ends the span of a page read: its host, whether it came from the
+// cache, the type and length of its text, or the class of the failure.
+func endRead(span trace.Span, u *url.URL, cached bool, d *Document, err error) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(telemetry.ServerAddress(u.Hostname()), telemetry.CacheHitKey.Bool(cached))
+	if err != nil {
+		telemetry.Fail(span, errorClass(err))
+		return
+	}
+	span.SetAttributes(telemetry.ContentTypeKey.String(d.ContentType), telemetry.TextCharsKey.Int(len(d.Content)))
+}
+
 // Convert turns a downloaded resource into a Document.
-func (c *Client) Convert(ctx context.Context, res *Resource) (*Document, error) {
+func (c *Client) Convert(ctx context.Context, res *Resource) (_ *Document, err error) {
+	ctx, span := telemetry.Start(ctx, "extract", trace.SpanKindInternal)
+	defer func() {
+		if err != nil {
+			telemetry.Fail(span, errorClass(err))
+		}
+		span.End()
+	}()
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.ContentTypeKey.String(res.ContentType), telemetry.HTTPBodySizeKey.Int(len(res.Body)))
+	}
 	d := &Document{URL: res.URL, FinalURL: res.FinalURL, ContentType: res.ContentType, Body: res.Body}
-	var err error
 	switch res.ContentType {
 	case extract.MIMEHTML:
 		err = c.convertHTML(ctx, d, res.DeclaredType)

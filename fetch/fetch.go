@@ -424,7 +424,10 @@ func (c *Client) Download(ctx context.Context, rawURL string) (*Resource, error)
 }
 
 // download runs one GET; ctx carries the fetch's deadline.
-func (c *Client) download(ctx context.Context, u *url.URL) (*Resource, error) {
+func (c *Client) download(ctx context.Context, u *url.URL) (res *Resource, err error) {
+	ctx, span := startRequest(ctx, http.MethodGet, u)
+	status := 0
+	defer func() { endRequest(span, status, res, err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrInvalidURL, err)
@@ -439,6 +442,7 @@ func (c *Client) download(ctx context.Context, u *url.URL) (*Resource, error) {
 		return nil, c.transportError(ctx, u, err)
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	final := resp.Request.URL.String()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), &HTTPStatusError{Status: resp.StatusCode, URL: resp.Request.URL.Redacted()})

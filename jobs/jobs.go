@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Job statuses.
@@ -77,6 +78,14 @@ type Input struct {
 	Folder string `json:"folder,omitempty"`
 	// SourceID is the source a crawl or sync job reads (package sources).
 	SourceID string `json:"source_id,omitempty"`
+}
+
+// tracedInput is a job's input as it is stored: with the traceparent of
+// the call that started it, when that call was traced, so that the job's
+// own trace links to it whichever process runs it (Runner.startSpan).
+type tracedInput struct {
+	Input
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // storable returns in with its text fit for a jsonb column (storable).
@@ -263,7 +272,7 @@ func (s *Store) create(ctx context.Context, conv, kind string, in Input, caller,
 	if err != nil {
 		return Job{}, err
 	}
-	input, err := json.Marshal(in.storable())
+	input, err := json.Marshal(tracedInput{in.storable(), telemetry.Traceparent(ctx)})
 	if err != nil {
 		return Job{}, fmt.Errorf("jobs: create: %w", err)
 	}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Fetcher downloads what a URL job stores (fetch.Client), with fetch_url's
@@ -51,6 +53,9 @@ type Options struct {
 	// fails the job with its text.
 	Kinds  map[string]KindFunc
 	Logger *slog.Logger
+	// Tracer traces the jobs a worker takes up, each a trace of its own
+	// linked to the call that started it; nil traces none.
+	Tracer trace.TracerProvider
 }
 
 // KindFunc runs a job of a registered kind: ctx ends when the job is
@@ -313,7 +318,15 @@ func (r *Runner) work() {
 func (r *Runner) run(j Job, token string) {
 	ctx, release := r.st.hold(r.ctx, j, token, r.opts)
 	defer release()
+	// After hold, whose checks of the lease are not the job's work.
+	ctx, span := r.startSpan(ctx, j)
 	var err error
+	defer func() {
+		if err != nil {
+			telemetry.Fail(span, "job_failed")
+		}
+		span.End()
+	}()
 	switch {
 	case j.Attempts > maxAttempts:
 		err = fmt.Errorf("stopped %d times before it finished (the server restarted or ran out of memory)", j.Attempts-1)
@@ -338,6 +351,23 @@ func (r *Runner) run(j Job, token string) {
 	if ferr := r.st.Fail(context.WithoutCancel(ctx), j, err.Error()); ferr != nil {
 		r.log.Warn("jobs: cannot record a failed job", "job_id", j.ID, "error", ferr)
 	}
+}
+
+// startSpan starts the trace of job j, linked to the call that started it.
+func (r *Runner) startSpan(ctx context.Context, j Job) (context.Context, trace.Span) {
+	if r.opts.Tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	var links []trace.Link
+	var parent string
+	err := r.st.pool.QueryRow(ctx, `SELECT coalesce(input->>'traceparent', '') FROM jobs WHERE conversation_id = $1 AND id = $2`,
+		j.ConversationID, j.ID).Scan(&parent)
+	if l, ok := telemetry.LinkTo(parent); ok && err == nil {
+		links = append(links, l)
+	}
+	ctx, span := telemetry.StartRoot(ctx, r.opts.Tracer, "job "+j.Kind, trace.SpanKindInternal, links...)
+	span.SetAttributes(telemetry.JobIDKey.String(j.ID), telemetry.JobKindKey.String(j.Kind))
+	return ctx, span
 }
 
 // StoreFiles stores ups as files of job j, for the documents queue, and

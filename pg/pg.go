@@ -31,16 +31,32 @@ var (
 	ErrMisconfigured = errors.New("database connection misconfigured")
 )
 
+// Option changes the pool Open makes.
+type Option func(*pgxpool.Config)
+
+// WithTracer has every connection of the pool report its statements to t
+// (NewTracer); a nil t changes nothing.
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(c *pgxpool.Config) {
+		if t != nil {
+			c.ConnConfig.Tracer = t
+		}
+	}
+}
+
 // Open returns a pool on the database at databaseURL whose connections know
 // pgvector's types. It does not connect: the pool connects on first use, so
 // Open succeeds while the database is down and its users recover when it
 // comes back. The caller owns the pool and closes it.
-func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("database URL: %w", err)
 	}
 	cfg.AfterConnect = registerVector
+	for _, o := range opts {
+		o(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)

@@ -14,6 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Defaults used by New.
@@ -36,6 +40,11 @@ type Client struct {
 	searchURL string
 	healthURL string
 	display   string // base URL with any password redacted, for messages
+	// instance is the base URL without credentials, host and port its
+	// server's: what a search's span names.
+	instance string
+	host     string
+	port     int
 
 	http      *http.Client
 	timeout   time.Duration
@@ -126,10 +135,19 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 
+	bare := *u
+	bare.User = nil
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		port = map[string]int{"http": 80, "https": 443}[u.Scheme]
+	}
 	c := &Client{
 		searchURL: u.JoinPath("search").String(),
 		healthURL: u.JoinPath("healthz").String(),
 		display:   u.Redacted(),
+		instance:  bare.String(),
+		host:      u.Hostname(),
+		port:      port,
 		timeout:   DefaultTimeout,
 		maxBody:   DefaultMaxBodyBytes,
 		userAgent: DefaultUserAgent,
@@ -259,10 +277,13 @@ func joinCategories(cats []string) string {
 // an invalid request fails with ErrBadRequest before anything is sent.
 // With domain restrictions, results outside them are dropped (see
 // FilterDomains).
-func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
+func (c *Client) Search(ctx context.Context, r Request) (out *Response, err error) {
 	if err := r.validate(); err != nil {
 		return nil, fmt.Errorf("searxng: %w: %v", ErrBadRequest, err)
 	}
+	ctx, span := telemetry.Start(ctx, "searxng search", trace.SpanKindClient)
+	status := 0
+	defer func() { c.endSpan(span, status, out, err) }()
 	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
@@ -271,6 +292,7 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 		return nil, c.transportError(ctx, reqCtx, err)
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, err := readLimited(resp.Body, errorBodyBytes)
@@ -291,7 +313,7 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 	if err != nil {
 		return nil, c.transportError(ctx, reqCtx, fmt.Errorf("reading answer: %w", err))
 	}
-	out, err := decodeResponse(body)
+	out, err = decodeResponse(body)
 	if err != nil {
 		return nil, &Error{Instance: c.display, Err: fmt.Errorf("searxng: %w: %v (Content-Type %q, body %q)",
 			ErrBadResponse, err, resp.Header.Get("Content-Type"), excerpt(body))}
@@ -303,6 +325,25 @@ func (c *Client) Search(ctx context.Context, r Request) (*Response, error) {
 		out.Results = FilterDomains(out.Results, r.IncludeDomains, r.ExcludeDomains)
 	}
 	return out, nil
+}
+
+// endSpan ends the span of one search: the instance, the status it
+// answered and the results it gave, or the class of its failure.
+func (c *Client) endSpan(span trace.Span, status int, out *Response, err error) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(telemetry.InstanceKey.String(c.instance), telemetry.ServerAddress(c.host), telemetry.ServerPortKey.Int(c.port),
+		telemetry.HTTPMethodKey.String(http.MethodGet))
+	if status != 0 {
+		span.SetAttributes(telemetry.HTTPStatusKey.Int(status))
+	}
+	if err != nil {
+		telemetry.Fail(span, ErrorClass(err))
+		return
+	}
+	span.SetAttributes(telemetry.ResultsKey.Int(len(out.Results)))
 }
 
 // Ping checks that the instance answers HTTP, for a readiness probe. It asks

@@ -195,7 +195,7 @@ func (p *Pool) Search(ctx context.Context, r Request) (*Response, error) {
 			return nil, err
 		}
 		off := p.failed(in, err)
-		p.log.Warn("searxng instance failed", "instance", in.client.display, "class", ErrorClass(err),
+		p.log.WarnContext(ctx, "searxng instance failed", "instance", in.client.display, "class", ErrorClass(err),
 			"err", err, "skipped_for", off, "remaining", len(order)-i-1)
 		errs = append(errs, err)
 	}

@@ -31,20 +31,20 @@ const maxFilesPerUpload = 32
 //	GET    /v1/files/{id}
 //	DELETE /v1/files/{id}
 func (s *Server) apiRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/conversations/{id}/files", s.uploadFiles)
-	mux.HandleFunc("GET /v1/conversations/{id}/files", s.apiListFiles)
-	mux.HandleFunc("DELETE /v1/conversations/{id}", s.apiDeleteConversation)
-	mux.HandleFunc("GET /v1/files/{id}", s.apiGetFile)
-	mux.HandleFunc("DELETE /v1/files/{id}", s.apiDeleteFile)
+	mux.HandleFunc("POST /v1/conversations/{id}/files", s.routed(s.uploadFiles))
+	mux.HandleFunc("GET /v1/conversations/{id}/files", s.routed(s.apiListFiles))
+	mux.HandleFunc("DELETE /v1/conversations/{id}", s.routed(s.apiDeleteConversation))
+	mux.HandleFunc("GET /v1/files/{id}", s.routed(s.apiGetFile))
+	mux.HandleFunc("DELETE /v1/files/{id}", s.routed(s.apiDeleteFile))
 	if s.deps.Sources != nil {
-		mux.HandleFunc("GET /v1/conversations/{id}/sources", s.apiListSources)
-		mux.HandleFunc("POST /v1/sources/{id}/sync", s.apiSyncSource)
-		mux.HandleFunc("DELETE /v1/sources/{id}", s.apiDeleteSource)
+		mux.HandleFunc("GET /v1/conversations/{id}/sources", s.routed(s.apiListSources))
+		mux.HandleFunc("POST /v1/sources/{id}/sync", s.routed(s.apiSyncSource))
+		mux.HandleFunc("DELETE /v1/sources/{id}", s.routed(s.apiDeleteSource))
 	}
 	if s.deps.Jobs != nil {
-		mux.HandleFunc("GET /v1/conversations/{id}/jobs", s.apiListJobs)
-		mux.HandleFunc("GET /v1/jobs/{id}", s.apiGetJob)
-		mux.HandleFunc("DELETE /v1/jobs/{id}", s.apiCancelJob)
+		mux.HandleFunc("GET /v1/conversations/{id}/jobs", s.routed(s.apiListJobs))
+		mux.HandleFunc("GET /v1/jobs/{id}", s.routed(s.apiGetJob))
+		mux.HandleFunc("DELETE /v1/jobs/{id}", s.routed(s.apiCancelJob))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
@@ -72,6 +74,41 @@ func BenchmarkRateLimitStores(b *testing.B) {
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkTracing measures a web_search call answered from the cache,
+// through the MCP client and the middleware: with tracing off (no
+// provider: the hooks allocate nothing, so allocs/op is that of a server
+// without them), on with every call sampled into an exporter that keeps
+// nothing, and on with no call sampled.
+func BenchmarkTracing(b *testing.B) {
+	for _, mode := range []string{"off", "sampled", "unsampled"} {
+		b.Run(mode, func(b *testing.B) {
+			var tp *sdktrace.TracerProvider
+			switch mode {
+			case "sampled":
+				tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+			case "unsampled":
+				tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+			}
+			h := newHarnessDeps(b, func(c *config.Config) {
+				c.RateLimit = config.RateLimit{PerMinute: 1 << 30, Burst: 1 << 30}
+			}, func(d *Deps) {
+				if tp != nil {
+					d.Tracing = tp
+				}
+			})
+			ctx := context.Background()
+			params := &mcp.CallToolParams{Name: "web_search", Arguments: map[string]any{"query": "cached query", "max_results": 5}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := h.session.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("call failed: %v %v", err, res)
+				}
+			}
 		})
 	}
 }

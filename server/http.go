@@ -35,7 +35,7 @@ func (s *Server) Handler() http.Handler {
 			streamable = byProtocolEra(streamable, mcp.NewStreamableHTTPHandler(getServer,
 				&mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log, MaxRequestBodyBytes: maxMCPBody}))
 		}
-		mux.Handle("/mcp", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.rateLimitHeaders(streamable)))))
+		mux.Handle("/mcp", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.rpcIDs(s.rateLimitHeaders(streamable))))))
 	}
 	if s.cfg.Serves("sse") {
 		mux.Handle("/sse", bodyDeadline(mcpBodyTimeout, s.protect(jsonTooLarge(s.newSSEHandler()))))
@@ -43,7 +43,7 @@ func (s *Server) Handler() http.Handler {
 	if s.docsOn() {
 		api := http.NewServeMux()
 		s.apiRoutes(api)
-		mux.Handle("/v1/", bodyDeadline(uploadBodyTimeout, s.protect(api)))
+		mux.Handle("/v1/", s.httpSpan(bodyDeadline(uploadBodyTimeout, s.protect(api))))
 	}
 	s.restRoutes(mux)
 	s.oauthRoutes(mux)

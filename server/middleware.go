@@ -11,8 +11,10 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/audit"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // toolMiddleware wraps every tools/call of one MCP server: it decodes what
@@ -21,9 +23,14 @@ import (
 // logs, counts and audits it. Adding a tool needs no change here.
 func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			s.active.Add(1)
 			defer s.active.Add(-1)
+			if s.tracer != nil {
+				var span trace.Span
+				ctx, span = s.startRequest(ctx, transport, method, req)
+				defer func() { endRequest(span, res, err) }()
+			}
 			id := s.requestIdentity(transport, req, id)
 			ctx = withIdentity(ctx, id)
 			ctr, ok := req.(*mcp.CallToolRequest)
@@ -60,7 +67,7 @@ func (s *Server) toolMiddleware(transport string, id identity) mcp.Middleware {
 				s.finish(ctx, c, nil)
 				return newErrorResult(ctr, te), nil
 			}
-			res, err := s.runCall(ctx, c, def, ctr, func(ctx context.Context) (mcp.Result, error) {
+			res, err = s.runCall(ctx, c, def, ctr, func(ctx context.Context) (mcp.Result, error) {
 				return next(ctx, method, req)
 			})
 			s.finish(ctx, c, err)
@@ -123,7 +130,17 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 // error. A call the shared store could not decide is counted and its cause
 // logged.
 func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
+	ctx, span := telemetry.Start(ctx, "rate limit", trace.SpanKindInternal)
+	defer span.End()
 	d, err := s.limits.take(ctx, c.Identity.bucket(), c.Tool)
+	if span.IsRecording() {
+		store := "memory"
+		if s.deps.RateLimits != nil {
+			store = "postgres"
+		}
+		span.SetAttributes(telemetry.RateLimitStoreKey.String(store), telemetry.RateLimitAllowedKey.Bool(err == nil && d.allowed),
+			telemetry.RateLimitFallbackKey.Bool(d.fallback))
+	}
 	if err != nil {
 		return classify(ctx, err)
 	}
@@ -133,7 +150,7 @@ func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
 	if d.fallback {
 		s.metrics.rateLimitFallbacks.WithLabelValues(c.Tool).Inc()
 		if d.cause != nil {
-			s.log.Warn("rate limit store did not decide; calls are decided without it for a while",
+			s.log.WarnContext(ctx, "rate limit store did not decide; calls are decided without it for a while",
 				"tool", c.Tool, "on_db_failure", s.cfg.RateLimitOnDBFailure, "error", d.cause)
 		}
 	}
@@ -149,7 +166,7 @@ func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
 func (s *Server) recovered(ctx context.Context, c *call, req *mcp.CallToolRequest, next func(context.Context) (mcp.Result, error)) (res mcp.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("tool call panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+			s.log.ErrorContext(ctx, "tool call panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
 			te := &ToolError{Code: CodeToolError, Status: 500, Message: "internal error in " + c.Tool + "; the server keeps running"}
 			c.fail(te)
 			res, err = newErrorResult(req, te), nil
@@ -186,7 +203,7 @@ func typed[In scoped, Out any](log *slog.Logger, defaultConv string, capped resu
 		}
 		defer func() {
 			if p := recover(); p != nil {
-				log.Error("tool panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
+				log.ErrorContext(ctx, "tool panicked", "tool", c.Tool, "panic", p, "stack", string(debug.Stack()))
 				err = &ToolError{Code: CodeToolError, Status: 500, Message: "internal error in " + c.Tool + "; the server keeps running"}
 			}
 			if err != nil {
@@ -253,6 +270,7 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 		}
 	}
 	attrs = append(attrs, "outcome", code)
+	s.traceCall(ctx, c, o, code)
 	s.metrics.observe(c.Tool, c.Transport, code, took)
 	s.log.Log(ctx, level, "tool call", attrs...)
 	if s.deps.Audit == nil {
@@ -271,6 +289,7 @@ func (s *Server) finish(ctx context.Context, c *call, protoErr error) {
 		ClientVersion:  c.Client.Version,
 		JobID:          o.job,
 		CreatedAt:      c.Start,
+		Trace:          trace.SpanContextFromContext(ctx),
 	}
 	switch {
 	case protoErr != nil:

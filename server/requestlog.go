@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // requestIDHeader carries a request's id: taken from the client (a proxy or
@@ -90,7 +91,11 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 		if cause != "" {
 			attrs = append(attrs, "cause", cause)
 		}
-		s.log.Log(context.WithoutCancel(r.Context()), level, "http request", attrs...)
+		lctx := context.WithoutCancel(r.Context())
+		if sc := note.spanContext(); sc.IsValid() {
+			lctx = trace.ContextWithSpanContext(lctx, sc)
+		}
+		s.log.Log(lctx, level, "http request", attrs...)
 	})
 }
 
@@ -99,6 +104,8 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 type causes struct {
 	mu   sync.Mutex
 	list []string
+	// trace is the span of the request, when it is traced (httpSpan).
+	trace trace.SpanContext
 }
 
 type causesKey struct{}
@@ -111,6 +118,12 @@ func noteCause(ctx context.Context, cause error) {
 		n.list = append(n.list, cause.Error())
 		n.mu.Unlock()
 	}
+}
+
+func (n *causes) spanContext() trace.SpanContext {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.trace
 }
 
 func (n *causes) String() string {

@@ -62,12 +62,12 @@ type restResult struct {
 const maxInvokeBody = maxMCPBody
 
 func (s *Server) restRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /mcp/tools", s.protectWith(writeRESTError, http.HandlerFunc(s.restListTools)))
-	mux.Handle("POST /mcp/invoke", bodyDeadline(mcpBodyTimeout, s.protectWith(writeRESTError, http.HandlerFunc(s.restInvoke))))
+	mux.Handle("GET /mcp/tools", s.httpSpan(s.protectWith(writeRESTError, http.HandlerFunc(s.restListTools))))
+	mux.Handle("POST /mcp/invoke", s.httpSpan(bodyDeadline(mcpBodyTimeout, s.protectWith(writeRESTError, http.HandlerFunc(s.restInvoke)))))
 	// One route per tool, whose body is the tool's params: what OpenAPI
 	// tool callers turn into one function per tool.
-	mux.Handle("POST /mcp/tools/{name}", bodyDeadline(mcpBodyTimeout, s.protectWith(writeRESTError, http.HandlerFunc(s.restInvoke))))
-	mux.Handle("GET /openapi.json", s.protectWith(writeRESTError, http.HandlerFunc(s.openAPI)))
+	mux.Handle("POST /mcp/tools/{name}", s.httpSpan(bodyDeadline(mcpBodyTimeout, s.protectWith(writeRESTError, http.HandlerFunc(s.restInvoke)))))
+	mux.Handle("GET /openapi.json", s.httpSpan(s.protectWith(writeRESTError, http.HandlerFunc(s.openAPI))))
 }
 
 // restToolList lists the tools the request's caller may use (its key's
@@ -138,6 +138,8 @@ func (s *Server) restInvoke(w http.ResponseWriter, r *http.Request) {
 	hid := s.pending.add(holder)
 	defer s.pending.remove(hid)
 	meta := mcp.Meta{restCallMeta: hid}
+	// The call is a child of this request's span (httpSpan).
+	traceContext.Inject(r.Context(), metaCarrier(meta))
 	if ua := r.Header.Get("User-Agent"); ua != "" {
 		name, ver, _ := strings.Cut(strings.Fields(ua)[0], "/")
 		meta[mcp.MetaKeyClientInfo] = map[string]any{"name": clip(name, 100), "version": clip(ver, 50)}

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Server builds MCP servers over one set of tools, limits and caches, and
@@ -26,6 +28,8 @@ type Server struct {
 
 	limits  limiter
 	metrics *metrics
+	// tracer starts the spans of requests; nil when tracing is off.
+	tracer trace.Tracer
 
 	// tools are the tools this server offers, by its configuration.
 	tools toolSet
@@ -69,6 +73,9 @@ func newServer(cfg config.Config, deps Deps, log *slog.Logger, version string, d
 		version: version,
 		metrics: newMetrics(),
 		now:     time.Now,
+	}
+	if deps.Tracing != nil {
+		s.tracer = deps.Tracing.Tracer(telemetry.ScopeName, trace.WithSchemaURL(telemetry.SchemaURL))
 	}
 	if deps.RateLimits != nil {
 		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: cfg.RateLimitFor}

@@ -36,7 +36,11 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 func (s *Server) ServeIO(ctx context.Context, r io.Reader, w io.Writer) error {
 	p := newStdioPipe(w, s.longestTimeout()+stdioGrace)
 	go p.pump(r)
-	err := s.MCP("stdio").Run(ctx, &mcp.IOTransport{Reader: p.sdkIn, Writer: p})
+	var t mcp.Transport = &mcp.IOTransport{Reader: p.sdkIn, Writer: p}
+	if s.tracer != nil {
+		t = rpcIDTransport{t}
+	}
+	err := s.MCP("stdio").Run(ctx, t)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return nil
 	}

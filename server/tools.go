@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
@@ -54,6 +55,9 @@ type Deps struct {
 	// RateLimits keeps the token buckets in PostgreSQL, one budget per key
 	// and tool for every replica; nil keeps them in this process.
 	RateLimits *ratelimit.Limiter
+	// Tracing starts the spans of MCP requests and HTTP requests (see
+	// tracing.go); nil, tracing off, starts none.
+	Tracing trace.TracerProvider
 }
 
 // catalogue lists every tool mcpsearch has, in the order clients see them.

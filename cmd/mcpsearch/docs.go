@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
 	"github.com/mcpsearch/mcpsearch/config"
@@ -51,11 +52,11 @@ func embedConfig(cfg config.Config) embed.Config {
 
 // openPool opens the connection pool on DATABASE_URL, which it needs. It
 // does not connect yet.
-func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, cfg config.Config, opts ...pg.Option) (*pgxpool.Pool, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, usageError{errors.New("DATABASE_URL is not set: point it at PostgreSQL with pgvector (scripts/pg.sh prints one for a local server)")}
 	}
-	pool, err := pg.Open(ctx, cfg.DatabaseURL)
+	pool, err := pg.Open(ctx, cfg.DatabaseURL, opts...)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("DATABASE_URL: %w", err)}
 	}
@@ -83,8 +84,9 @@ func indexPolicy(cfg config.Config) docs.IndexPolicy {
 // newIngester starts the upload pipeline of cfg on st; Close stops it. A
 // server's Ingester builds the vector index in the background; a command's
 // (background false) leaves that to the server or to mcpsearch index,
-// since it ends as soon as its files are stored.
-func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background bool) (*docs.Ingester, error) {
+// since it ends as soon as its files are stored. tp traces its batches of
+// files; nil traces none.
+func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background bool, tp trace.TracerProvider) (*docs.Ingester, error) {
 	policy := indexPolicy(cfg)
 	if !background {
 		policy.Interval = -1
@@ -111,6 +113,7 @@ func newIngester(cfg config.Config, st *docs.Store, log *slog.Logger, background
 		OCR:          engine,
 		Index:        policy,
 		Logger:       log,
+		Tracer:       tp,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start ingestion: %w", err)
@@ -239,7 +242,7 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	in, err := newIngester(cfg, st, log, false)
+	in, err := newIngester(cfg, st, log, false, nil)
 	if err != nil {
 		return err
 	}

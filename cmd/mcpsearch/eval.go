@@ -103,7 +103,7 @@ func runEval(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	in, err := newIngester(cfg, st, log, false)
+	in, err := newIngester(cfg, st, log, false, nil)
 	if err != nil {
 		return err
 	}

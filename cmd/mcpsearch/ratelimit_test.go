@@ -52,7 +52,7 @@ func serveReplicas(t *testing.T, vars map[string]string, n int) []*httptest.Serv
 		wg.Wait()
 	})
 	for range n {
-		srv, stop, err := newServer(context.Background(), cfg, newLogger(io.Discard, cfg.LogFormat, cfg.LogLevel))
+		srv, stop, err := newServer(context.Background(), cfg, newLogger(io.Discard, cfg.LogFormat, cfg.LogLevel), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
@@ -61,7 +63,14 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 	if limit, set := setMemoryLimit(env.environ, cfg.Workers); set {
 		log.Info("memory limit", "soft_limit_mib", limit>>20, "set_by", "default (GOMEMLIMIT overrides it)")
 	}
-	srv, stop, err := newServer(ctx, cfg, log)
+	// Registered before the server's stop, so that the spans of its
+	// last work (the audit flush, jobs ending) are exported after it.
+	tp, log, stopTracing, err := startTracing(ctx, env, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	srv, stop, err := newServer(ctx, cfg, log, tp)
 	if err != nil {
 		return err
 	}
@@ -73,10 +82,10 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 }
 
 // newServer builds the server serve runs for cfg, with every dependency
-// the configuration asks for. stop, called once the server is done,
-// flushes the audit, drains the ingester and closes the database pools, in
-// that order.
-func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *server.Server, stop func(), err error) {
+// the configuration asks for, traced by tp (nil: tracing off). stop,
+// called once the server is done, flushes the audit, drains the ingester
+// and closes the database pools, in that order.
+func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.TracerProvider) (srv *server.Server, stop func(), err error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -88,7 +97,9 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 			closeAll()
 		}
 	}()
-	var deps server.Deps
+	deps := server.Deps{Tracing: tp}
+	// Every statement of a traced call or job is a span of its own.
+	statements := pg.NewTracer(tp, cfg.TraceSQLText)
 	if deps.APIKeys, err = loadKeys(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -122,7 +133,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 	var pool *pgxpool.Pool
 	pools := map[string]*pgxpool.Pool{} // by their name in /metrics
 	if cfg.DatabaseURL != "" {
-		if pool, err = openPool(ctx, cfg); err != nil {
+		if pool, err = openPool(ctx, cfg, pg.WithTracer(statements)); err != nil {
 			return nil, nil, err
 		}
 		pools["main"] = pool
@@ -134,7 +145,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 		}
 	}
 	if cfg.SharedRateLimits() {
-		lim, limPool, err := newRateLimiter(ctx, cfg)
+		lim, limPool, err := newRateLimiter(ctx, cfg, statements)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -159,7 +170,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 			return nil, nil, err
 		}
 		if st != nil {
-			in, err := newIngester(cfg, st, log, true)
+			in, err := newIngester(cfg, st, log, true, tp)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -174,6 +185,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 				Fetch:        fetcherOf(deps.Fetch),
 				Unpack:       jobs.ArchiveUnpacker{Limits: extract.Limits{MaxBytes: cfg.MaxFileBytes}, MaxFileBytes: cfg.MaxFileBytes},
 				Logger:       log,
+				Tracer:       tp,
 			}
 			// Sites are crawled and synced through fetch_url's client.
 			var syncer *sources.Syncer
@@ -209,7 +221,7 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger) (srv *s
 	if deps.Fetch != nil {
 		deps.Research = newResearcher(cfg, deps, log)
 	}
-	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log})
+	deps.Audit = audit.NewWriter(pool, audit.Options{Logger: log, Tracer: tp})
 	closers = append(closers, func() {
 		// Flush what is queued; rows the database does not take in time go
 		// to the log.
@@ -269,9 +281,10 @@ const rateLimitConns = 4
 // does not pay for a new one within its timeout, and none is pinged before
 // use (pgx pings a connection idle for a second), so that a call stays one
 // round trip: a connection the server dropped fails its call, which is
-// decided without the database while the pool makes another. The caller
-// closes the returned pool.
-func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter, *pgxpool.Pool, error) {
+// decided without the database while the pool makes another. Its
+// statements are traced by statements, when not nil. The caller closes the
+// returned pool.
+func newRateLimiter(ctx context.Context, cfg config.Config, statements pgx.QueryTracer) (*ratelimit.Limiter, *pgxpool.Pool, error) {
 	onFailure, err := ratelimit.ParseFailure(cfg.RateLimitOnDBFailure)
 	if err != nil {
 		return nil, nil, usageError{fmt.Errorf("MCP_rate_limit_on_db_failure: %w", err)}
@@ -283,6 +296,7 @@ func newRateLimiter(ctx context.Context, cfg config.Config) (*ratelimit.Limiter,
 	pcfg.MaxConns = rateLimitConns
 	pcfg.MinConns = 1
 	pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	pg.WithTracer(statements)(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the rate limits' database pool: %w", err)

@@ -70,7 +70,7 @@ func openSyncRun(ctx context.Context, env *environment, cfg config.Config) (*syn
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := newIngester(cfg, st, log, false)
+	in, err := newIngester(cfg, st, log, false, nil)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

@@ -34,6 +34,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/embed/safetensors"
 	"github.com/mcpsearch/mcpsearch/embed/tokenizer"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // DefaultMaxTokens is the token limit of model2vec's encode, which this
@@ -429,6 +430,8 @@ func (m *Model) tokenize(dst []int32, text string) []int32 {
 // Embed returns one vector per text. It stops early with the context's
 // error when ctx is done.
 func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	_, span := telemetry.StartEmbeddings(ctx, "model2vec", m.name, len(texts), false)
+	defer span.End()
 	out := make([][]float32, len(texts))
 	idsp, _ := m.idsPool.Get().(*[]int32)
 	if idsp == nil {
