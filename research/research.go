@@ -20,7 +20,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
 // Defaults of Options.
@@ -148,8 +151,25 @@ type read struct {
 // Reader's Timeout (or ctx's deadline, if sooner): pages not read by then
 // are failed with the reason "time-out", the others still count. Read
 // fails only when ctx is cancelled before it is done.
-func (r *Reader) Read(ctx context.Context, query string, sources []Source, max int) (Answer, error) {
+func (r *Reader) Read(ctx context.Context, query string, sources []Source, max int) (ans Answer, err error) {
 	start := time.Now()
+	// One parent for the pages read at once, each a "read page" of fetch's.
+	ctx, span := telemetry.Start(ctx, "read pages", trace.SpanKindInternal)
+	defer func() {
+		if span.IsRecording() {
+			read := 0
+			for _, p := range ans.Pages {
+				if p.Status == StatusRead {
+					read++
+				}
+			}
+			span.SetAttributes(telemetry.PagesKey.Int(len(sources)), telemetry.PagesReadKey.Int(read), telemetry.PassagesKey.Int(len(ans.Passages)))
+			if err != nil {
+				telemetry.Fail(span, "cancelled")
+			}
+		}
+		span.End()
+	}()
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	// The pages have the time-out but what ranking needs: cutting and
@@ -205,13 +225,7 @@ wait:
 		}
 	}
 
-	var all []passage
-	for i, d := range got {
-		if d != nil {
-			all = append(all, split(d.Content, d.Title, i)...)
-		}
-	}
-	best, note := r.opts.Ranking.rank(ctx, query, all, max)
+	best, note := r.passages(ctx, query, got, max)
 	out := Answer{Pages: pages, Note: note, Passages: make([]Passage, 0, len(best))}
 	for _, b := range best {
 		d := got[b.page]
@@ -223,6 +237,23 @@ wait:
 			Heading: b.heading, Result: b.page + 1, Score: round(b.score)})
 	}
 	return out, nil
+}
+
+// passages cuts the pages read into passages and ranks them, under a span
+// of its own.
+func (r *Reader) passages(ctx context.Context, query string, got []*fetch.Document, max int) ([]ranked, string) {
+	ctx, span := telemetry.Start(ctx, "rank passages", trace.SpanKindInternal)
+	defer span.End()
+	var all []passage
+	for i, d := range got {
+		if d != nil {
+			all = append(all, split(d.Content, d.Title, i)...)
+		}
+	}
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.ChunksKey.Int(len(all)))
+	}
+	return r.opts.Ranking.rank(ctx, query, all, max)
 }
 
 // Ask returns the max passages of one page's content (Markdown, as fetch

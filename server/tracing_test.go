@@ -22,7 +22,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/internal/closedport"
+	"github.com/mcpsearch/mcpsearch/internal/researchtest"
+	"github.com/mcpsearch/mcpsearch/research"
 	"github.com/mcpsearch/mcpsearch/searxng"
 	"github.com/mcpsearch/mcpsearch/telemetry"
 )
@@ -396,5 +399,40 @@ func TestTraceQueryAndConversationOnlyWhenAllowed(t *testing.T) {
 				t.Errorf("attributes %v", got)
 			}
 		})
+	}
+}
+
+// A web_search that reads pages traces them under one parent, "read pages",
+// each page's read below it, and the ranking beside them.
+func TestTraceReadPages(t *testing.T) {
+	site := researchtest.New(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	f, err := fetch.New(fetch.Options{AllowPrivate: true, CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessDeps(t, nil, func(d *Deps) {
+		d.Tracing, d.Fetch, d.Research = tp, f, research.New(f, research.Options{})
+	})
+	q := "quill_max_sessions default"
+	h.fake.SetResults(q, results(site.URL+"/settings.html", site.URL+"/install.html", site.URL+"/missing"))
+	decode[WebSearchOutput](t, h.call(t, "web_search", map[string]any{"query": q, "read": 3}))
+	spans := exp.GetSpans()
+	call := spanNamed(t, spans, "tools/call web_search")
+	parent := spanNamed(t, spans, "read pages")
+	childOf(t, parent, call)
+	wantAttrs(t, parent, map[attribute.Key]string{telemetry.PagesKey: "3", telemetry.PagesReadKey: "2"})
+	childOf(t, spanNamed(t, spans, "rank passages"), parent)
+	pages := 0
+	for _, s := range spans {
+		if s.Name == "read page" {
+			pages++
+			childOf(t, s, parent)
+		}
+	}
+	if pages != 3 {
+		t.Errorf("%d read page spans, want 3", pages)
 	}
 }

@@ -89,6 +89,11 @@ const (
 	TextsKey = attribute.Key("mcpsearch.embed.texts")
 	// RowsKey counts the rows of an audit write.
 	RowsKey = attribute.Key("mcpsearch.audit.rows")
+	// PagesKey counts the pages a search's reading tried; PagesReadKey
+	// those read, PassagesKey the passages cut from them and returned.
+	PagesKey     = attribute.Key("mcpsearch.research.pages")
+	PagesReadKey = attribute.Key("mcpsearch.research.pages_read")
+	PassagesKey  = attribute.Key("mcpsearch.research.passages")
 )
 
 // ErrorType is the error.type attribute.
