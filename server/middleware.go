@@ -123,7 +123,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 // error. A call the shared store could not decide is counted and its cause
 // logged.
 func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
-	d, err := s.limits.take(ctx, c.Identity.bucket(), c.Tool)
+	d, err := s.limits.take(ctx, c.Identity.bucket(), budgetOf(c))
 	if err != nil {
 		return classify(ctx, err)
 	}
@@ -138,7 +138,7 @@ func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
 		}
 	}
 	if !d.allowed {
-		return classify(ctx, &rateLimited{tool: c.Tool, wait: d.wait, unchecked: d.unchecked})
+		return classify(ctx, &rateLimited{tool: c.Tool, wait: d.wait, unchecked: d.unchecked, playground: c.Transport == uiTransport})
 	}
 	return nil
 }

@@ -71,9 +71,9 @@ func newServer(cfg config.Config, deps Deps, log *slog.Logger, version string, d
 		now:     time.Now,
 	}
 	if deps.RateLimits != nil {
-		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: cfg.RateLimitFor}
+		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: s.limitFor}
 	} else {
-		s.limits = newMemoryLimiter(cfg.RateLimitFor, s.now)
+		s.limits = newMemoryLimiter(s.limitFor, s.now)
 	}
 	s.servers = map[serverKey]*mcp.Server{}
 	s.tools = buildTools(toolEnv{deps: deps, cfg: cfg, metrics: s.metrics, log: log}, describeAll)
