@@ -63,8 +63,11 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	defer s.mu.Unlock()
 	r := &authRequest{id: uuid.NewString(), req: *req}
 	r.audience, _ = ctx.Value(resourceKey{}).([]string)
-	if len(r.audience) == 0 {
-		r.audience = []string{req.ClientID}
+	if c, ok := s.clients[req.ClientID]; len(r.audience) == 0 || (ok && c.web) {
+		// A web client's ID tokens must name it (OpenID Connect Core
+		// §3.1.3.7), and the library gives them the access token's
+		// audience.
+		r.audience = append(r.audience, req.ClientID)
 	}
 	s.requests[r.id] = r
 	return r, nil
@@ -197,6 +200,9 @@ func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.Intros
 	}
 	resp.Issuer, resp.Subject, resp.ClientID = s.issuer, t.subject, t.clientID
 	resp.Audience, resp.Scope = t.audience, t.scopes
+	if s.opts.IntrospectionWithoutAudience {
+		resp.Audience = nil
+	}
 	resp.Expiration = oidc.FromTime(t.expiry)
 	resp.TokenType = oidc.BearerToken
 	resp.Claims = s.claimsOf(t.subject, t.scopes)
@@ -270,6 +276,10 @@ type client struct {
 	secret    string
 	redirects []string
 	native    bool
+	// web marks a confidential web application (AddWebClient): its
+	// redirect may be http on loopback, as the library allows in
+	// development mode.
+	web       bool
 	issuer    string
 	tokenType op.AccessTokenType
 }
@@ -280,7 +290,7 @@ func (c *client) PostLogoutRedirectURIs() []string     { return nil }
 func (c *client) LoginURL(id string) string            { return c.issuer + "/login?id=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType  { return c.tokenType }
 func (c *client) IDTokenLifetime() time.Duration       { return 5 * time.Minute }
-func (c *client) DevMode() bool                        { return false }
+func (c *client) DevMode() bool                        { return c.web }
 func (c *client) IsScopeAllowed(string) bool           { return true }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return false }
 func (c *client) ClockSkew() time.Duration             { return 0 }
