@@ -243,8 +243,8 @@ func settings() []setting {
 				return nil
 			}},
 		{env: "MCP_ui_oauth_client_id", flag: "ui-oauth-client-id",
-			help: "client id of the web page at the identity provider (MCP_auth_issuer): people then sign in to the page there (authorization code with PKCE, redirect MCP_public_url/ui/oauth/callback), beside API keys",
-			doc:  "client id of the [web page](web-page.md) at the identity provider: people sign in to the page there (authorization code with PKCE; redirect URI `MCP_public_url` + `/ui/oauth/callback`), beside API keys",
+			help:  "client id of the web page at the identity provider (MCP_auth_issuer): people then sign in to the page there (authorization code with PKCE, redirect MCP_public_url/ui/oauth/callback), beside API keys",
+			doc:   "client id of the [web page](web-page.md) at the identity provider: people sign in to the page there (authorization code with PKCE; redirect URI `MCP_public_url` + `/ui/oauth/callback`), beside API keys",
 			value: textValue(func(c *Config) *string { return &c.UIOAuthClientID }, strings.TrimSpace),
 			check: func(c *Config) []string {
 				switch {
