@@ -94,7 +94,9 @@ func (s *Server) MCP(transport string) *mcp.Server { return s.serverFor(transpor
 // session's, made when the session opens and gone with it.
 func (s *Server) serverFor(transport string, id identity) *mcp.Server {
 	if id.token != nil {
-		if transport == "sse" {
+		// Over legacy SSE a message brings nothing of its caller, nor does
+		// the web page's in-process session: their server holds the grant.
+		if transport == "sse" || transport == uiTransport {
 			return s.newMCPServer(transport, id)
 		}
 		id = identity{token: &tokenGrant{conversations: []string{}}}

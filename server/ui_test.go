@@ -140,7 +140,7 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 	if _, err := b.CancelJob(ctx, reader, theirJob.ID); status(err) != http.StatusForbidden {
 		t.Fatalf("the reader cancelling: %v", err)
 	}
-	if _, err := b.AddURL(ctx, admin, "c1", "https://example.com/", false); status(err) != http.StatusForbidden {
+	if _, err := b.AddURL(ctx, admin, "c1", "https://example.com/", nil); status(err) != http.StatusForbidden {
 		t.Fatalf("a URL without fetching: %v", err)
 	}
 	if jp, err := b.Jobs(ctx, tenant, ui.JobQuery{}); err != nil || len(jp.Jobs) != 0 {
