@@ -8,7 +8,11 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/internal/oidctest"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/ui"
 )
@@ -221,5 +226,91 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 	}
 	if f := b.Features(); !f.Docs || !f.Jobs || f.URLs || !f.Audit || !f.Writes {
 		t.Fatalf("features: %+v", f)
+	}
+}
+
+// TestUISignInThroughProvider signs people in to the page through a real
+// OpenID provider, as a browser would (cookies kept, redirects followed):
+// each has what their token grants, one without the read scope is turned
+// away in words, and every sign-in is audited under the person, never
+// with a token.
+func TestUISignInThroughProvider(t *testing.T) {
+	o := newOAuthHarness(t, oidctest.Options{}, func(c *config.Config) {
+		c.UIOAuthClientID, c.UIOAuthClientSecret = "mcpsearch-page", "page-secret"
+	}, nil)
+	o.op.AddWebClient("mcpsearch-page", "page-secret", o.base+"/ui/oauth/callback")
+	o.op.LimitScopes("reader", "mcpsearch:read")
+	o.op.AddUser("nobody", nil)
+	o.op.LimitScopes("nobody")
+	if _, err := o.pool.Exec(context.Background(), `INSERT INTO conversation_keys (key, conversation_id) VALUES (conversation_key('conv-a'), 'conv-a') ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatal(err)
+	}
+
+	signIn := func(subject string) (*http.Client, int, string) {
+		t.Helper()
+		o.op.SignInAs(subject)
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp, err := c.Get(o.base + "/ui/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`action="/ui/oauth/start"[\s\S]*?name="csrf" value="([^"]+)"`).FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("the sign-in page offers no provider: %s", page)
+		}
+		resp, err = c.PostForm(o.base+"/ui/oauth/start", url.Values{"csrf": {string(m[1])}, "next": {"/ui/conversations"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return c, resp.StatusCode, string(body)
+	}
+	get := func(c *http.Client, path string) string {
+		t.Helper()
+		resp, err := c.Get(o.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+
+	alice, code, body := signIn("alice")
+	if code != http.StatusOK || !strings.Contains(body, `content="0;url=/ui/conversations"`) {
+		t.Fatalf("alice's sign-in: %d %s", code, body)
+	}
+	if page := get(alice, "/ui/conversations"); !strings.Contains(page, "Signed in as <strong>alice</strong> · 1 conversation") || strings.Contains(page, "read only") {
+		t.Fatalf("alice's page: %s", page)
+	}
+	if page := get(alice, "/ui/conversations/conv-b"); !strings.Contains(page, "alice may not see conversation") {
+		t.Fatalf("alice opening bob's conversation: %s", page)
+	}
+	reader, code, _ := signIn("reader")
+	if page := get(reader, "/ui/conversations"); code != http.StatusOK || !strings.Contains(page, "Signed in as <strong>reader</strong> · read only") {
+		t.Fatalf("the reader's page: %d %s", code, page)
+	}
+	_, code, body = signIn("nobody")
+	if code != http.StatusForbidden || !strings.Contains(body, "lacks the scope mcpsearch:read") {
+		t.Fatalf("a person without the read scope: %d %s", code, body)
+	}
+
+	rows := o.auditRows(t)
+	want := []string{"alice - sign_in ok -", "reader - sign_in ok -", "- - sign_in AUTH_ERROR -"}
+	var signIns []string
+	for _, r := range rows {
+		if strings.Contains(r, "sign_in") {
+			signIns = append(signIns, r)
+		}
+	}
+	if !slices.Equal(signIns, want) {
+		t.Errorf("sign-ins audited:\n%s\nwant:\n%s", strings.Join(signIns, "\n"), strings.Join(want, "\n"))
+	}
+	if o.log.holds("page-secret") {
+		t.Error("the client secret reached the log")
 	}
 }

@@ -189,6 +189,16 @@ func (p *Provider) AddUser(subject string, conversations []string) {
 	p.st.users[subject] = &user{subject: subject, conversations: conversations}
 }
 
+// LimitScopes grants subject's tokens only these of the scopes a client
+// asks for: a user the provider does not let write, say.
+func (p *Provider) LimitScopes(subject string, scopes ...string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	if u, ok := p.st.users[subject]; ok {
+		u.scopes = append([]string{}, scopes...)
+	}
+}
+
 // SignInAs makes subject the user of the next authorizations.
 func (p *Provider) SignInAs(subject string) {
 	p.st.mu.Lock()

@@ -32,6 +32,24 @@ type storage struct {
 type user struct {
 	subject       string
 	conversations []string
+	// scopes, when not nil, are the only scopes the user's tokens carry.
+	scopes []string
+}
+
+// granted are the scopes of asked that subject's tokens carry; s.mu is
+// held.
+func (s *storage) granted(subject string, asked []string) []string {
+	u, ok := s.users[subject]
+	if !ok || u.scopes == nil {
+		return asked
+	}
+	var out []string
+	for _, sc := range asked {
+		if slices.Contains(u.scopes, sc) || sc == "openid" {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // token is an access token the provider issued.
@@ -114,7 +132,7 @@ func (s *storage) DeleteAuthRequest(_ context.Context, id string) error {
 func (s *storage) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &token{subject: req.GetSubject(), audience: req.GetAudience(), scopes: req.GetScopes(),
+	t := &token{subject: req.GetSubject(), audience: req.GetAudience(), scopes: s.granted(req.GetSubject(), req.GetScopes()),
 		expiry: time.Now().Add(s.opts.TokenLifetime)}
 	if r, ok := req.(*authRequest); ok {
 		t.clientID = r.req.ClientID
@@ -214,7 +232,7 @@ func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.Intros
 func (s *storage) GetPrivateClaimsFromScopes(_ context.Context, userID, _ string, scopes []string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.claimsOf(userID, scopes), nil
+	return s.claimsOf(userID, s.granted(userID, scopes)), nil
 }
 
 // claimsOf are the claims beyond the standard ones of a token; s.mu is
