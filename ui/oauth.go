@@ -68,24 +68,23 @@ func (u *UI) flowCookie(r *http.Request, value string, expiry time.Time) *http.C
 	return c
 }
 
-// oauthStart sends the browser to the identity provider to sign in: the
-// sign-in form's button, with the form's token.
+// oauthStart sends the browser to the identity provider to sign in: a
+// link of the sign-in page. It is a link, not a form: the page's
+// Content-Security-Policy lets its forms lead nowhere but here, and a
+// browser holds a form's redirects to that too. Starting a sign-in
+// changes nothing here; what comes back is checked against the state
+// this browser leaves with.
 func (u *UI) oauthStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	start := u.now()
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	next := localPath(r.PostFormValue("next"))
+	next := localPath(r.FormValue("next"))
 	prov := u.b.Provider()
 	fail := func(e *Error) {
 		u.record(r, Principal{}, "sign_in", "", map[string]any{"method": "identity_provider"}, "", start, e)
 		u.render(w, r, e.Status, "signin", session{}, "Sign in", u.signinData(w, r, next, e.Message))
 	}
-	switch {
-	case prov == nil:
+	if prov == nil {
 		u.fail(w, r, session{}, &Error{Status: http.StatusNotFound, Message: "This server offers no sign-in through an identity provider: sign in with an API key."})
-		return
-	case !u.originOK(r) || !checkSigninToken(r):
-		fail(&Error{Status: http.StatusForbidden, Message: "The sign-in form had expired or came from another site. Sign in again on this page."})
 		return
 	}
 	f := flow{state: random(), nonce: random(), verifier: random(), next: next, expiry: u.now().Add(oauthTTL)}
@@ -154,15 +153,18 @@ func (u *UI) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Seal = prov.Seal()
-	if _, err := u.startSession(w, r, p); err != nil {
+	s, err := u.newSession(p)
+	if err != nil {
 		e, _ := err.(*Error)
 		fail(e)
 		return
 	}
 	u.record(r, p, "sign_in", "", map[string]any{"method": "identity_provider"}, "", start, nil)
-	// The session cookie is SameSite=Strict, and this response ends a
-	// navigation that began at the provider: a redirect would carry it on
-	// without the cookie. A page of this site moves on instead.
+	http.SetCookie(w, u.cookie(r, sessionCookie, s.raw, s.expiry))
+	// This answer ends a navigation that came from the provider's site: a
+	// redirect from here would carry it on, and a browser sends no Strict
+	// cookie along such a chain. A page of this site moves on instead, a
+	// navigation of its own.
 	u.render(w, r, http.StatusOK, "continue", session{}, "Signed in", map[string]any{"Next": f.next, "Who": p.Subject})
 }
 

@@ -158,10 +158,19 @@ func (u *UI) session(r *http.Request) (session, bool, error) {
 	return session{p: p, raw: c.Value, id: ps.id, expiry: ps.expiry}, true, nil
 }
 
-// startSession signs p in: a new session cookie on w. A person's session
-// lasts as long as a key's; it fails when what their token grants does
-// not fit in a cookie.
+// startSession signs p in: a new session cookie on w.
 func (u *UI) startSession(w http.ResponseWriter, r *http.Request, p Principal) (session, error) {
+	s, err := u.newSession(p)
+	if err != nil {
+		return session{}, err
+	}
+	http.SetCookie(w, u.cookie(r, sessionCookie, s.raw, s.expiry))
+	return s, nil
+}
+
+// newSession makes a session of p. A person's session lasts as long as a
+// key's; it fails when what their token grants does not fit in a cookie.
+func (u *UI) newSession(p Principal) (session, error) {
 	expiry := u.now().Add(u.ttl)
 	var v, id string
 	switch {
@@ -179,7 +188,6 @@ func (u *UI) startSession(w http.ResponseWriter, r *http.Request, p Principal) (
 	default:
 		v, id = sessionValue(keySession, p.ID, expiry, p.Seal)
 	}
-	http.SetCookie(w, u.cookie(r, sessionCookie, v, expiry))
 	return session{p: p, raw: v, id: id, expiry: expiry}, nil
 }
 

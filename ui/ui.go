@@ -116,7 +116,7 @@ func (u *UI) routes() {
 	m.Handle("GET "+base+"/static/", http.StripPrefix(base+"/", u.static()))
 	m.HandleFunc("GET "+base+"/signin", u.signinPage)
 	m.HandleFunc("POST "+base+"/signin", u.signin)
-	m.HandleFunc("POST "+base+"/oauth/start", u.oauthStart)
+	m.HandleFunc("GET "+base+"/oauth/start", u.oauthStart)
 	m.HandleFunc("GET "+base+"/oauth/callback", u.oauthCallback)
 	m.HandleFunc("POST "+base+"/signout", u.state(u.signout))
 	m.HandleFunc("GET "+base+"/{$}", func(w http.ResponseWriter, r *http.Request) {
