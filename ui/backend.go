@@ -476,16 +476,19 @@ func (j Job) Indeterminate() bool {
 }
 
 // Percent is the share of the job's files that reached an end, 0 to 100.
-// An ended job is full but for a cancelled one, which shows how far it
-// got; its colour (Tone) says how it ended. A job whose total is not
-// known yet has done none.
+// A job that succeeded is full, in the colour of how it ended (Tone); one
+// cancelled shows how far it got, and one that failed how much of it was
+// kept (stored or already there): never a full bar. A job whose total is
+// not known yet has done none.
 func (j Job) Percent() int {
 	switch {
 	case j.Indeterminate():
 		return 0
 	case j.Status == "cancelled" && j.Total > 0:
 		return j.Done * 100 / j.Total
-	case j.Status == "cancelled":
+	case j.Status == "failed" && j.Total > 0:
+		return (j.Ready + j.Duplicates) * 100 / j.Total
+	case j.Status == "cancelled" || j.Status == "failed":
 		return 0
 	case j.Final():
 		return 100

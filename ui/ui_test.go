@@ -717,7 +717,9 @@ func TestJobTellsTheTruth(t *testing.T) {
 			100, false, "partial", "succeeded, 2 of 6 files failed", "6 files: 4 stored, 1 failed, 1 refused; 40 chunks", ""},
 		{"duplicate", Job{Kind: "upload", Status: "succeeded", Total: 1, Done: 1, Duplicates: 1, Submitted: true},
 			100, false, "ok", "succeeded: nothing new, 1 duplicate", "1 file: 1 duplicate of a file already there", ""},
-		{"failed", Job{Kind: "url", Status: "failed", Error: "fetch: 404"}, 100, false, "failed", "failed", "no files", ""},
+		{"failed", Job{Kind: "url", Status: "failed", Error: "fetch: 404"}, 0, false, "failed", "failed", "no files", ""},
+		{"every file failed", Job{Kind: "upload", Status: "failed", Total: 2, Done: 2, Failed: 1, Refused: 1, Submitted: true}, 0, false, "failed", "failed",
+			"2 files: 1 failed, 1 refused", ""},
 		{"cancelled", Job{Kind: "upload", Status: "cancelled", Total: 4, Done: 1, Ready: 1, Chunks: 2, Submitted: true},
 			25, false, "cancelled", "cancelled", "4 files: 1 stored; 2 chunks", ""},
 	}

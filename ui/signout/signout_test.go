@@ -2,6 +2,7 @@ package signout
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,5 +61,31 @@ func TestMemory(t *testing.T) {
 	}
 	if _, ok := m.ids["old"]; ok {
 		t.Error("an expired session is kept")
+	}
+}
+
+// BenchmarkHas is the look-up each request of the page makes, among
+// 100,000 sessions signed out and not yet expired.
+func BenchmarkHas(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(b)
+	pool, err := pg.Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `INSERT INTO ui_signouts (session_id, expires_at)
+		SELECT 's' || i, now() + interval '1 hour' FROM generate_series(1, 100000) i`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE ui_signouts`); err != nil {
+		b.Fatal(err)
+	}
+	s := New(pool)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Has(ctx, fmt.Sprintf("s%d", i%200000)); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
