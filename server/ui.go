@@ -437,6 +437,12 @@ func (b *uiBackend) Status(ctx context.Context, p ui.Principal) ui.Status {
 	auth := "none: every caller is trusted"
 	if !b.Open() {
 		auth = fmt.Sprintf("%d API keys", len(s.deps.APIKeys))
+		if s.deps.Tokens != nil {
+			auth += ", and the tokens of " + s.cfg.AuthIssuer
+		}
+		if b.provider != nil {
+			auth += "; people sign in to this page there"
+		}
 	}
 	st.Settings = [][2]string{
 		{"Transports", strings.Join(s.cfg.Transports, ", ")},

@@ -218,6 +218,45 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 		t.Fatalf("the audit filtered on get_chunk: %+v", ap.Entries)
 	}
 
+	// A file's page: its text and chunks for who may see its
+	// conversation, nothing for another tenant.
+	if _, err := b.File(ctx, tenant, theirs.ID); status(err) != http.StatusNotFound {
+		t.Fatalf("the tenant opening c2's file: %v", err)
+	}
+	f, err := b.File(ctx, tenant, mine.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := b.FileText(ctx, tenant, f); err != nil || !strings.Contains(text, "quay cranes") {
+		t.Fatalf("the file's text: %q %v", text, err)
+	}
+	chunks, err := b.FileChunks(ctx, tenant, f, -1, 10)
+	if err != nil || len(chunks) != f.Chunks || chunks[0].Ordinal != 0 || chunks[0].CharEnd == 0 {
+		t.Fatalf("the file's chunks: %+v %v", chunks, err)
+	}
+	if _, err := b.FileText(ctx, tenant, ui.File{ID: theirs.ID}); status(err) != http.StatusNotFound {
+		t.Fatalf("the tenant reading c2's text through another file's page: %v", err)
+	}
+	if c, err := b.Chunk(ctx, admin, chunks[0].ID); err != nil || c.Content != chunks[0].Content {
+		t.Fatalf("a chunk: %+v %v", c, err)
+	}
+	if _, _, err := b.RetryFile(ctx, admin, mine.ID); status(err) != http.StatusConflict {
+		t.Fatalf("retrying a ready file: %v", err)
+	}
+
+	// An id that is no id, or a job's that is gone, is said in words.
+	for _, bad := range []func() error{
+		func() error { _, err := b.Job(ctx, admin, "job"); return err },
+		func() error { _, err := b.File(ctx, admin, "not-a-file-id"); return err },
+		func() error { _, err := b.Job(ctx, admin, "3f1c0000-0000-4000-8000-000000000000"); return err },
+	} {
+		err := bad()
+		var ue *ui.Error
+		if !errors.As(err, &ue) || ue.Status != http.StatusNotFound || strings.Contains(ue.Message, "invalid") || strings.Contains(ue.Message, "docs:") {
+			t.Errorf("a bad id: %v", err)
+		}
+	}
+
 	st := b.Status(ctx, admin)
 	if !st.Ready || st.Version != "test" || st.Database == "" || st.Model == "" || len(st.Checks) == 0 {
 		t.Fatalf("status: %+v", st)

@@ -1,15 +1,17 @@
 // Package ui is the web page of the people who run mcpsearch: the
-// conversations and their files, adding documents and following their jobs,
-// a search playground, the audit of tool calls and the server's status. It
+// conversations, their files and sources, adding documents and following
+// their jobs, a search playground, the audit and the server's status. It
 // is served by the binary at /ui/: html/template pages and a little
 // JavaScript, every file embedded, nothing fetched from elsewhere.
 //
 // The page knows the server through Backend alone, which applies the
 // caller's rights as the server's other routes do. A caller signs in with
-// an API key (or not at all on a server that asks for none) and gets a
-// session cookie bound to that key; every request that changes something
-// carries a CSRF token, and the Content-Security-Policy allows no inline
-// script.
+// an API key, through the identity provider (Provider), or not at all on
+// a server that asks for neither, and gets a signed session cookie that
+// every replica accepts until it expires or is signed out (Backend keeps
+// the sign-outs). Every request that changes something carries a CSRF
+// token and is audited (Backend.Record), and the Content-Security-Policy
+// allows no inline script.
 package ui
 
 import (
