@@ -160,7 +160,7 @@ func (b *uiBackend) Features() ui.Features {
 	docsOn := s.docsOn()
 	jobsOn := docsOn && s.deps.Jobs != nil
 	urls := jobsOn && s.deps.Fetch != nil && s.cfg.FetchURLEnabled
-	f := ui.Features{Docs: docsOn, Jobs: jobsOn, URLs: urls, Crawl: urls && s.deps.Sources != nil, Writes: s.cfg.WritesOn(),
+	f := ui.Features{Docs: docsOn, Jobs: jobsOn, URLs: urls, Crawl: urls && s.deps.Sources != nil, Writes: s.cfg.WritesOn(), Keys: len(s.deps.APIKeys) > 0,
 		Audit: s.deps.Audit != nil && s.deps.Audit.Mode() == "database", MaxFileBytes: s.cfg.MaxFileBytes, Tools: s.toolNames(),
 		Playground: ui.RateLimit{PerMinute: s.cfg.UISearch.PerMinute, Burst: s.cfg.UISearch.Burst}}
 	if docsOn {
@@ -516,7 +516,8 @@ func (b *uiBackend) database(ctx context.Context) (string, string) {
 
 func (b *uiBackend) rateLimits() ui.RateLimits {
 	cfg := b.s.cfg
-	out := ui.RateLimits{Store: "memory", Default: ui.RateLimit{PerMinute: cfg.RateLimit.PerMinute, Burst: cfg.RateLimit.Burst}}
+	out := ui.RateLimits{Store: "memory", Default: ui.RateLimit{PerMinute: cfg.RateLimit.PerMinute, Burst: cfg.RateLimit.Burst},
+		Playground: ui.RateLimit{PerMinute: cfg.UISearch.PerMinute, Burst: cfg.UISearch.Burst}}
 	if b.s.deps.RateLimits != nil {
 		out.Store = "postgres"
 	}

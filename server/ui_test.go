@@ -258,7 +258,7 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 	}
 
 	st := b.Status(ctx, admin)
-	if !st.Ready || st.Version != "test" || st.Database == "" || st.Model == "" || len(st.Checks) == 0 {
+	if !st.Ready || st.Version != "test" || st.Database == "" || st.Model == "" || len(st.Checks) == 0 || st.RateLimits.Playground.PerMinute != 60 {
 		t.Fatalf("status: %+v", st)
 	}
 	if f := b.Features(); !f.Docs || !f.Jobs || f.URLs || !f.Audit || !f.Writes {

@@ -173,6 +173,8 @@ type Features struct {
 	Crawl bool
 	// Writes: anything may change documents (not MCP_read_only).
 	Writes bool
+	// Keys: API keys sign in (the server has some).
+	Keys bool
 	// Audit: the audit is stored in a database the page can read.
 	Audit bool
 	// MaxFileBytes is the largest upload.

@@ -112,6 +112,13 @@ func TestSignInThroughProvider(t *testing.T) {
 		t.Errorf("a widened grant: %d", rec.Code)
 	}
 
+	// A server whose only sign-in is the provider offers no key form.
+	f.noKeys = true
+	if body := newClient(t, f).get("/ui/signin").Body.String(); strings.Contains(body, `name="key"`) || !strings.Contains(body, `id="provider"`) {
+		t.Errorf("the sign-in page of a server without keys: %s", body)
+	}
+	f.noKeys = false
+
 	// Without the provider, her session ends.
 	c.cookies[sessionCookie] = s
 	f.provider = nil

@@ -30,9 +30,10 @@ func (u *UI) signinPage(w http.ResponseWriter, r *http.Request) {
 // signinData is what the sign-in page shows: its form's token, where to
 // go next, the identity provider to sign in through, and an error.
 func (u *UI) signinData(w http.ResponseWriter, r *http.Request, next, msg string) map[string]any {
-	data := map[string]any{"Token": u.signinToken(w, r), "Next": next, "Error": msg, "TTL": u.ttl}
+	data := map[string]any{"Token": u.signinToken(w, r), "Next": next, "Error": msg, "TTL": u.ttl, "Keys": true}
 	if prov := u.b.Provider(); prov != nil {
-		data["Provider"] = prov.Name()
+		// With a provider, the key form shows only where keys exist.
+		data["Provider"], data["Keys"] = prov.Name(), u.b.Features().Keys
 	}
 	return data
 }

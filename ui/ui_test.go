@@ -32,6 +32,7 @@ type fake struct {
 	signedOut map[string]time.Time
 	events    []Event
 	provider  Provider
+	noKeys    bool
 }
 
 func newFake() *fake {
@@ -146,7 +147,7 @@ func (f *fake) Principal(id string) (Principal, bool) {
 	return Principal{}, false
 }
 func (f *fake) Features() Features {
-	return Features{Docs: true, Jobs: true, URLs: true, Crawl: true, Writes: true, Audit: true, MaxFileBytes: 50 << 20, Tools: []string{"search_docs", "get_chunk"}}
+	return Features{Docs: true, Jobs: true, URLs: true, Crawl: true, Writes: true, Audit: true, Keys: !f.noKeys, MaxFileBytes: 50 << 20, Tools: []string{"search_docs", "get_chunk"}}
 }
 func (f *fake) OriginAllowed(origin string) bool { return slices.Contains(f.origins, origin) }
 
