@@ -195,3 +195,33 @@ func TestPageOf(t *testing.T) {
 		t.Errorf("a text without line breaks: %d pages, last %q", pages, p)
 	}
 }
+
+// TestRetryUploadedFile: an uploaded file that failed is tried again with
+// the file chosen anew; other bytes replace it, in one audited retry.
+func TestRetryUploadedFile(t *testing.T) {
+	f := newFake()
+	c := newClient(t, f)
+	c.signIn("admin-secret-0123456789")
+	if body := c.get("/ui/files/f2").Body.String(); !strings.Contains(body, "fetched again from") {
+		t.Fatalf("a failed file fetched from a URL: %s", body)
+	}
+	fl := f.files["c-main"][1]
+	fl.Source = ""
+	f.files["c-main"][1] = fl
+	if body := c.get("/ui/files/f2").Body.String(); !strings.Contains(body, "choose the file again") || !strings.Contains(body, `data-action="/ui/files/f2/retry"`) {
+		t.Fatalf("a failed upload's page: %s", body)
+	}
+	rec := c.do(http.MethodPost, "/ui/files/f2/retry", nil, http.Header{"X-Csrf-Token": {c.csrf()}, "Content-Type": {"multipart/form-data; boundary=x"}})
+	if rec.Code != http.StatusAccepted || !slices.Equal(f.deleted, []string{"f2"}) {
+		t.Fatalf("retry with a corrected file: %d, deleted %v", rec.Code, f.deleted)
+	}
+	e := f.events[len(f.events)-1]
+	if e.Action != "retry_file" || e.Err != nil || e.Touched["replaced"] != true || e.Touched["file_id"] != "f2" || e.JobID != "j4" {
+		t.Errorf("the retry's event: %+v", e)
+	}
+	// A file that did not fail is not tried again.
+	rec = c.do(http.MethodPost, "/ui/files/f1/retry", nil, http.Header{"X-Csrf-Token": {c.csrf()}, "Content-Type": {"multipart/form-data; boundary=x"}})
+	if rec.Code != http.StatusConflict {
+		t.Errorf("retrying a ready file: %d", rec.Code)
+	}
+}
