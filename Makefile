@@ -64,7 +64,7 @@ test: interop-deps
 # sends a statement, and their megabyte arguments are half of the interop
 # suite's time under the race detector. make test runs the Citus-only tests
 # too when MCPSEARCH_CITUS_URL is set.
-CITUS_PACKAGES := ./docs ./jobs ./sources ./ratelimit ./internal/citustest ./internal/pgtest ./interop
+CITUS_PACKAGES := ./docs ./jobs ./sources ./ratelimit ./ui/signout ./internal/citustest ./internal/pgtest ./interop
 CITUS_SKIP     := ^TestHostile
 
 test-citus: interop-deps

@@ -33,16 +33,24 @@ var ErrBadFilter = errors.New("audit: bad filter")
 type Filter struct {
 	Tool   string
 	APIKey string
+	// Caller keeps the calls of a key of that name or of a person of that
+	// subject: who did something, whichever way they signed in.
+	Caller string
+	// Transport keeps the calls of one transport: stdio, sse, http, rest
+	// or ui (the web page's own actions and playground).
+	Transport string
 	// Outcome is OutcomeOK, OutcomeError or an error code (RATE_LIMITED,
 	// TOOL_ERROR, ...); "" keeps every call.
 	Outcome      string
 	Conversation string
 	// Visible, when not nil, limits the calls to those of these
-	// conversations, or made with the key VisibleKey: what a key limited
-	// to some conversations may see of the audit. An empty, non-nil list
-	// keeps the key's own calls only.
-	Visible    []string
-	VisibleKey string
+	// conversations, or made with the key VisibleKey or by the person
+	// VisibleSubject: what a caller limited to some conversations may see
+	// of the audit. An empty, non-nil list keeps the caller's own calls
+	// only.
+	Visible        []string
+	VisibleKey     string
+	VisibleSubject string
 	// Since and Until bound the calls' time: Since included, Until not.
 	Since, Until time.Time
 	// Limit is the most calls of the page, 1 to MaxQueryLimit; 0 means 50.
@@ -84,6 +92,13 @@ func Query(ctx context.Context, pool *pgxpool.Pool, f Filter) (Page, error) {
 	if f.APIKey != "" {
 		where = append(where, "api_key_name = "+arg(f.APIKey))
 	}
+	if f.Caller != "" {
+		a := arg(f.Caller)
+		where = append(where, fmt.Sprintf("(api_key_name = %s OR subject = %s)", a, a))
+	}
+	if f.Transport != "" {
+		where = append(where, "transport = "+arg(f.Transport))
+	}
 	switch f.Outcome {
 	case "":
 	case OutcomeOK:
@@ -97,7 +112,9 @@ func Query(ctx context.Context, pool *pgxpool.Pool, f Filter) (Page, error) {
 		where = append(where, "conversation_id = "+arg(f.Conversation))
 	}
 	if f.Visible != nil {
-		where = append(where, fmt.Sprintf("(conversation_id = ANY(%s::text[]) OR api_key_name = %s)", arg(f.Visible), arg(f.VisibleKey)))
+		// An empty name matches no row: NULL = '' is not true.
+		where = append(where, fmt.Sprintf("(conversation_id = ANY(%s::text[]) OR api_key_name = %s OR subject = %s)",
+			arg(f.Visible), arg(f.VisibleKey), arg(f.VisibleSubject)))
 	}
 	if !f.Since.IsZero() {
 		where = append(where, "created_at >= "+arg(f.Since))

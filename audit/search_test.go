@@ -99,3 +99,47 @@ func TestQueryFiltersAndPages(t *testing.T) {
 		t.Errorf("without a database: %v", err)
 	}
 }
+
+// TestQueryByCallerAndTransport: the audit answers "who did this" for a
+// key and a person alike, and keeps the web page's own rows apart.
+func TestQueryByCallerAndTransport(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w := NewWriter(pool, Options{FlushInterval: 10 * time.Millisecond})
+	for _, e := range []Entry{
+		{ToolName: "delete_document", APIKey: "admin", Transport: "ui", ConversationID: "c1"},
+		{ToolName: "delete_document", Subject: "alice", Transport: "ui", ConversationID: "c2"},
+		{ToolName: "delete_document", Subject: "alice", Transport: "http", ConversationID: "c2"},
+		{ToolName: "sign_in", Transport: "ui", ErrorCode: "AUTH_ERROR", Error: "not a key of this server"},
+		{ToolName: "search_docs", APIKey: "alice", Transport: "rest", ConversationID: "c3"},
+	} {
+		w.Record(e)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		f    Filter
+		want int
+	}{
+		{"a person, and a key of the same name", Filter{Caller: "alice"}, 3},
+		{"a key", Filter{Caller: "admin"}, 1},
+		{"the page's rows", Filter{Transport: "ui"}, 3},
+		{"who deleted on the page", Filter{Tool: "delete_document", Transport: "ui"}, 2},
+		{"a person limited to c9 sees their own", Filter{Visible: []string{"c9"}, VisibleSubject: "alice"}, 2},
+		{"a key limited to c1", Filter{Visible: []string{"c1"}, VisibleKey: "nobody"}, 1},
+	} {
+		p, err := w.Query(ctx, tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Entries) != tt.want {
+			t.Errorf("%s: %d rows, want %d", tt.name, len(p.Entries), tt.want)
+		}
+	}
+}

@@ -81,9 +81,9 @@ func (s setting) problems(c *Config) []string {
 // Default returns the configuration used when nothing is set: every
 // setting's default.
 func Default() Config {
-	c := Config{RateLimits: map[string]RateLimit{}}
+	c := Config{RateLimits: map[string]RateLimit{}, BuiltinRateLimits: map[string]RateLimit{}}
 	for tool, rl := range WriteToolRateLimits {
-		c.RateLimits[tool] = rl
+		c.BuiltinRateLimits[tool] = rl
 	}
 	for _, s := range settings() {
 		if s.def == "" {
@@ -281,17 +281,26 @@ func (c *Config) WriteToolsOn() bool { return c.WritesOn() && c.WriteToolsEnable
 
 // WriteToolRateLimits are the default buckets of the tools that change
 // documents: lower than the reads', since each call stores or deletes
-// files. MCP_<tool>_rate_limit_* override them as any tool's.
+// files. They are defaults like MCP_rate_limit_per_minute's:
+// MCP_rate_limit_per_minute=0 turns them off with every other default, and
+// MCP_<tool>_rate_limit_* override them as any tool's.
 var WriteToolRateLimits = map[string]RateLimit{
 	"add_document":    {PerMinute: 10, Burst: 3},
 	"cancel_job":      {PerMinute: 20, Burst: 5},
 	"delete_document": {PerMinute: 20, Burst: 5},
 }
 
-// RateLimitFor returns the bucket of one tool: its override where one is
-// set, the default otherwise.
+// RateLimitFor returns the bucket of one tool. What the operator set for
+// the tool itself (MCP_<tool>_rate_limit_*) decides; what it leaves unset
+// comes from the defaults: the tool's built-in bucket
+// (BuiltinRateLimits) or MCP_rate_limit_per_minute's. A default of 0
+// per minute turns every default off, built-in ones too, so that only a
+// tool's own setting limits it then.
 func (c *Config) RateLimitFor(tool string) RateLimit {
 	rl := c.RateLimit
+	if d, ok := c.BuiltinRateLimits[tool]; ok && rl.PerMinute > 0 {
+		rl.PerMinute, rl.Burst = d.PerMinute, d.Burst
+	}
 	if o, ok := c.RateLimits[tool]; ok {
 		if o.PerMinute >= 0 {
 			rl.PerMinute = o.PerMinute
@@ -299,9 +308,9 @@ func (c *Config) RateLimitFor(tool string) RateLimit {
 		if o.Burst >= 0 {
 			rl.Burst = o.Burst
 		}
-	}
-	if o, ok := c.RateLimits[tool]; ok && o.Global > 0 {
-		rl.Global = o.Global
+		if o.Global > 0 {
+			rl.Global = o.Global
+		}
 	}
 	return rl
 }

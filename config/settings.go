@@ -27,6 +27,14 @@ type Config struct {
 	TraceConversationID bool
 	// UIEnabled serves the web page at /ui/ on the HTTP listener.
 	UIEnabled bool
+	// UISearch is the bucket of the web page's search playground, per
+	// signed-in caller: a budget apart from the agents'.
+	UISearch RateLimit
+	// UIOAuthClientID and UIOAuthClientSecret make the web page a client
+	// of the identity provider (MCP_auth_issuer), through which people
+	// sign in to it.
+	UIOAuthClientID     string
+	UIOAuthClientSecret string
 
 	WebSearchEnabled    bool
 	SearXNGURL          string
@@ -64,9 +72,13 @@ type Config struct {
 	// ToolResultMaxKB bounds one tool result: its text, and its structured
 	// content as JSON, are each at most this many kilobytes.
 	ToolResultMaxKB int
-	// RateLimit is the default bucket; RateLimits overrides it per tool.
-	RateLimit  RateLimit
-	RateLimits map[string]RateLimit
+	// RateLimit is the default bucket; RateLimits are the operator's own
+	// settings of single tools (MCP_<tool>_rate_limit_*), and
+	// BuiltinRateLimits the tools' own defaults (WriteToolRateLimits),
+	// which apply while RateLimit is on (RateLimitFor).
+	RateLimit         RateLimit
+	RateLimits        map[string]RateLimit
+	BuiltinRateLimits map[string]RateLimit
 	// RateLimitStore is where the buckets are kept: auto, memory or
 	// postgres. SharedRateLimits resolves auto.
 	RateLimitStore string
@@ -230,6 +242,43 @@ func settings() []setting {
 			help:  "serve the web page at /ui/ on the HTTP listener (documents, jobs, search playground, audit, status; signed in with an API key)",
 			doc:   "serve the [web page](web-page.md) at `/ui/` on the HTTP listener",
 			value: boolValue(func(c *Config) *bool { return &c.UIEnabled })},
+		{env: "MCP_ui_search_per_minute", flag: "ui-search-per-minute", def: "60",
+			help: "searches per minute of the web page's search playground, per signed-in key or person: a budget of its own, apart from the agents' rate limits (0 disables)",
+			doc:  "searches (and passages opened) per minute of the web page's playground, per signed-in key or person: its own budget, never the agents' (`0` disables)",
+			value: intValue(func(c *Config) *int { return &c.UISearch.PerMinute }, func(n int) string {
+				if n < 0 {
+					return "must not be negative"
+				}
+				return ""
+			})},
+		{env: "MCP_ui_search_burst", flag: "ui-search-burst", def: "20",
+			help: "burst of the web page's search playground", doc: "bucket size of the playground",
+			value: intValue(func(c *Config) *int { return &c.UISearch.Burst }, nil),
+			check: func(c *Config) []string {
+				if c.UISearch.Burst < 1 && c.UISearch.PerMinute > 0 {
+					return []string{fmt.Sprintf("want at least 1 when the playground is limited, got %d", c.UISearch.Burst)}
+				}
+				return nil
+			}},
+		{env: "MCP_ui_oauth_client_id", flag: "ui-oauth-client-id",
+			help:  "client id of the web page at the identity provider (MCP_auth_issuer): people then sign in to the page there (authorization code with PKCE, redirect MCP_public_url/ui/oauth/callback), beside API keys",
+			doc:   "client id of the [web page](web-page.md) at the identity provider: people sign in to the page there (authorization code with PKCE; redirect URI `MCP_public_url` + `/ui/oauth/callback`), beside API keys",
+			value: textValue(func(c *Config) *string { return &c.UIOAuthClientID }, strings.TrimSpace),
+			check: func(c *Config) []string {
+				switch {
+				case c.UIOAuthClientID == "" && c.UIOAuthClientSecret == "":
+					return nil
+				case c.UIOAuthClientID == "" || c.UIOAuthClientSecret == "":
+					return []string{"signing in to the web page through the identity provider needs both MCP_ui_oauth_client_id and MCP_ui_oauth_client_secret"}
+				case c.AuthIssuer == "":
+					return []string{"set MCP_auth_issuer: the web page signs people in through that identity provider"}
+				}
+				return nil
+			}},
+		{env: "MCP_ui_oauth_client_secret", flag: "ui-oauth-client-secret",
+			help:  "client secret of MCP_ui_oauth_client_id; it also signs the page's sessions of people signed in there, so every replica needs the same",
+			doc:   "client secret of `MCP_ui_oauth_client_id`; it also signs those sessions, so every replica needs the same",
+			value: textValue(func(c *Config) *string { return &c.UIOAuthClientSecret }, nil).shown(redact)},
 		{env: "MCP_log_format", flag: "log-format", def: "text",
 			help: "text or json (logs always go to stderr)", doc: "`text` or `json`, always to stderr",
 			value: textValue(func(c *Config) *string { return &c.LogFormat }, nil),
@@ -367,7 +416,8 @@ func settings() []setting {
 			doc:   "most kilobytes of one tool result's text, and of its structured content: a longer result is cut, with a note saying how to get the rest (see [Tools](tools.md))",
 			value: intValue(func(c *Config) *int { return &c.ToolResultMaxKB }, between(MinToolResultKB, 4096, " KB"))},
 		{env: "MCP_rate_limit_per_minute", flag: "rate-limit-per-minute", def: "30",
-			help: "default calls per minute per tool (0 disables)", doc: "token bucket refill per tool; `0` disables limiting",
+			help: "default calls per minute per tool (0 disables every default, the write tools' lower ones too; a tool's own setting still applies)",
+			doc:  "token bucket refill per tool; `0` turns every default off (the write tools' lower ones too): only a tool's own `MCP_<tool>_rate_limit_*` then limits it",
 			value: intValue(func(c *Config) *int { return &c.RateLimit.PerMinute }, func(n int) string {
 				if n < 0 {
 					return "must not be negative"

@@ -307,6 +307,38 @@ func (s *Store) GetChunk(ctx context.Context, id string) (Chunk, error) {
 	return c, nil
 }
 
+// MaxFileChunks bounds FileChunks' limit.
+const MaxFileChunks = 500
+
+// FileChunks returns up to limit chunks of file f (as GetFile returned
+// it), in their order in the file, from the one after ordinal after (-1
+// for the first): the file's chunks with their places in its text and
+// their locations, for reading a file as it was cut.
+func (s *Store) FileChunks(ctx context.Context, f File, after, limit int) ([]Chunk, error) {
+	if limit <= 0 || limit > MaxFileChunks {
+		return nil, fmt.Errorf("docs: %w: limit %d is out of range: send 1 to %d", ErrInvalidArgument, limit, MaxFileChunks)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.id::text, c.content, c.ordinal, c.page_number, `+pageRange+`, c.char_start, c.char_end
+		FROM chunks c
+		WHERE c.conversation_id = $1 AND c.file_id = $2 AND c.ordinal > $3
+		ORDER BY c.ordinal LIMIT $4`, f.ConversationID, f.ID, after, limit)
+	if err != nil {
+		return nil, dbError("docs: a file's chunks", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
+		c := Chunk{FileID: f.ID, FileName: f.FileName, ConversationID: f.ConversationID, Source: f.Source}
+		var loc *string
+		err := r.Scan(&c.ID, &c.Content, &c.Ordinal, &c.PageNumber, &c.PageStart, &c.PageEnd, &loc, &c.CharStart, &c.CharEnd)
+		c.Location = chunkLocation(loc, c.PageStart, c.PageEnd)
+		return c, err
+	})
+	if err != nil {
+		return nil, dbError("docs: a file's chunks", err)
+	}
+	return out, nil
+}
+
 // DeleteFile deletes a file and its chunks and takes them out of the
 // conversation's statistics, in one transaction. A file still processing
 // is deleted too; its processing then stores nothing. Errors wrap

@@ -147,6 +147,28 @@ type Job struct {
 	// Report is what a job of a registered kind (a crawl, a sync) says of
 	// itself while it runs and once it has ended; nil for others.
 	Report *Report
+	// ended is what the job's files had come to when it ended, as
+	// recorded then (migration 019); nil while it runs.
+	ended *endedFiles
+}
+
+// endedFiles is a job's files as recorded when it ended: Files then reads
+// as what happened when the job ran, whatever is deleted later.
+type endedFiles struct {
+	Stored     int   `json:"stored"`
+	Ready      int   `json:"ready"`
+	Processing int   `json:"processing"`
+	Failed     int   `json:"failed"`
+	Chunks     int64 `json:"chunks"`
+	Pages      int64 `json:"pages"`
+}
+
+func recordOf(f docs.JobFiles) endedFiles {
+	return endedFiles{Stored: f.Stored, Ready: f.Ready, Processing: f.Processing, Failed: f.Failed, Chunks: f.Chunks, Pages: f.Pages}
+}
+
+func (e endedFiles) files() docs.JobFiles {
+	return docs.JobFiles{Stored: e.Stored, Ready: e.Ready, Processing: e.Processing, Failed: e.Failed, Chunks: e.Chunks, Pages: e.Pages, Started: true}
 }
 
 // Report is what a long job reports of itself: a line on where it stands,
@@ -206,14 +228,14 @@ func (s *Store) Docs() *docs.Store { return s.docs }
 
 // jobColumns is the select list scanJob reads, on jobs aliased j.
 const jobColumns = `j.id::text, j.conversation_id, j.kind, j.status, j.input, j.caller, j.error, j.submitted,
-	j.duplicates, j.refused, j.refusals, j.created_at, j.started_at, j.finished_at, j.attempts, j.report`
+	j.duplicates, j.refused, j.refusals, j.created_at, j.started_at, j.finished_at, j.attempts, j.report, j.ended_files`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
-	var input, refusals, report []byte
+	var input, refusals, report, ended []byte
 	var started, finished *time.Time
 	err := row.Scan(&j.ID, &j.ConversationID, &j.Kind, &j.Status, &input, &j.Caller, &j.Error, &j.Submitted,
-		&j.Duplicates, &j.Refused, &refusals, &j.CreatedAt, &started, &finished, &j.Attempts, &report)
+		&j.Duplicates, &j.Refused, &refusals, &j.CreatedAt, &started, &finished, &j.Attempts, &report, &ended)
 	if err != nil {
 		return Job{}, err
 	}
@@ -229,6 +251,10 @@ func scanJob(row pgx.Row) (Job, error) {
 	if len(report) > 0 {
 		j.Report = &Report{}
 		_ = json.Unmarshal(report, j.Report)
+	}
+	if len(ended) > 0 {
+		j.ended = &endedFiles{}
+		_ = json.Unmarshal(ended, j.ended)
 	}
 	return j, nil
 }
@@ -381,15 +407,42 @@ func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) er
 	return nil
 }
 
-// Fail ends job j failed, for reason, unless it has ended already.
+// Fail ends job j failed, for reason, unless it has ended already, with
+// what its files had come to when none is still processing.
 func (s *Store) Fail(ctx context.Context, j Job, reason string) error {
-	_, err := s.pool.Exec(ctx, `
+	files, err := s.docs.JobFiles(ctx, j.ConversationID, j.ID)
+	if err != nil {
+		return err
+	}
+	var ended []byte
+	if files.Processing == 0 {
+		// Else recorded once they have ended (settle).
+		ended, _ = json.Marshal(recordOf(files))
+	}
+	_, err = s.pool.Exec(ctx, `
 		UPDATE jobs SET status = 'failed', error = $3, finished_at = now(), started_at = least(started_at, now()),
-		       claimed_by = NULL, claimed_until = NULL
-		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, storable(reason))
+		       claimed_by = NULL, claimed_until = NULL, ended_files = $4
+		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, storable(reason), ended)
 	if err != nil {
 		return dbError("jobs: fail", err)
 	}
+	return nil
+}
+
+// recordEnd writes what the files of job j, which has ended, have come
+// to, unless that is recorded already: a job that ended before the
+// record existed, or whose end was written without it, is recorded the
+// first time it is read.
+func (s *Store) recordEnd(ctx context.Context, j *Job, files docs.JobFiles) error {
+	e := recordOf(files)
+	ended, _ := json.Marshal(e)
+	_, err := s.pool.Exec(ctx, `
+		UPDATE jobs SET ended_files = $3
+		WHERE conversation_id = $1 AND id = $2 AND ended_files IS NULL AND status NOT IN ('queued', 'running')`, j.ConversationID, j.ID, ended)
+	if err != nil {
+		return dbError("jobs: record the end", err)
+	}
+	j.ended = &e
 	return nil
 }
 
@@ -454,12 +507,25 @@ func (s *Store) JobFiles(ctx context.Context, j Job, limit int) ([]docs.File, er
 // or was already there, failed when every file failed. The end is written
 // back the first time it is seen, so that List filters by it.
 func (s *Store) settle(ctx context.Context, j *Job) error {
+	if Final(j.Status) && j.ended != nil {
+		// What happened when it ran, whatever was deleted since.
+		j.Files = j.ended.files()
+		return nil
+	}
 	files, err := s.docs.JobFiles(ctx, j.ConversationID, j.ID)
 	if err != nil {
 		return err
 	}
 	j.Files = files
-	if Final(j.Status) || !j.Submitted {
+	if Final(j.Status) {
+		if files.Processing > 0 {
+			// A cancel still deleting its files, or files of a failed
+			// job still being read: not what the job came to yet.
+			return nil
+		}
+		return s.recordEnd(ctx, j, files)
+	}
+	if !j.Submitted {
 		return nil
 	}
 	if files.Processing > 0 {
@@ -474,9 +540,11 @@ func (s *Store) settle(ctx context.Context, j *Job) error {
 	if finished.IsZero() || finished.Before(j.StartedAt) {
 		finished = j.StartedAt
 	}
+	e := recordOf(files)
+	ended, _ := json.Marshal(e)
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE jobs SET status = $3, error = $4, finished_at = $5
-		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, status, reason, finished)
+		UPDATE jobs SET status = $3, error = $4, finished_at = $5, ended_files = $6
+		WHERE conversation_id = $1 AND id = $2 AND status IN ('queued', 'running')`, j.ConversationID, j.ID, status, reason, finished, ended)
 	if err != nil {
 		return dbError("jobs: settle", err)
 	}
@@ -490,7 +558,7 @@ func (s *Store) settle(ctx context.Context, j *Job) error {
 		*j = again
 		return nil
 	}
-	j.Status, j.Error, j.FinishedAt = status, reason, finished
+	j.Status, j.Error, j.FinishedAt, j.ended = status, reason, finished, &e
 	return nil
 }
 

@@ -455,3 +455,39 @@ func TestListPagesNewestFirst(t *testing.T) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
+
+// TestEndedJobKeepsItsCounts: a job's counts are what happened when it
+// ran: deleting its files later changes neither its counts nor its words
+// ("3 of 3 files, 1 failed" stays so), on its own page and in lists.
+func TestEndedJobKeepsItsCounts(t *testing.T) {
+	emb := newGate(t)
+	emb.release()
+	e := newEnv(t, emb, Options{})
+	ctx := context.Background()
+	j, files, _, err := e.r.AddFiles(ctx, "c1", KindUpload, Input{}, "k",
+		[]docs.Upload{text("a.md", "# Alpha\n\nRivers of the north."), text("b.md", "# Beta\n\nHills of the south."), text("empty.txt", "  \n ")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, e.r.Store(), j.ID, 30*time.Second, ended)
+	before := j.Progress()
+	if j.Status != Succeeded || j.Files.Ready != 2 || j.Files.Failed != 1 || !strings.HasSuffix(before, ", 1 failed") {
+		t.Fatalf("job: %+v (%s)", j, before)
+	}
+	for _, f := range files {
+		if err := e.st.DeleteFile(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := e.r.Store().Get(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Files.Ready != 2 || again.Files.Failed != 1 || again.Files.Chunks != j.Files.Chunks || again.Progress() != before {
+		t.Errorf("after its files were deleted the job reads %+v (%s), want %q", again.Files, again.Progress(), before)
+	}
+	page, err := e.r.Store().List(ctx, "c1", "", 10, "")
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].Progress() != before {
+		t.Errorf("listed: %+v %v, want %q", page.Jobs, err, before)
+	}
+}

@@ -19,6 +19,9 @@ type RecentQuery struct {
 	// Active keeps the jobs still queued or running; Ended those that
 	// have ended. Neither keeps both.
 	Active, Ended bool
+	// Source keeps the jobs that crawled or synced this source (package
+	// sources): its last syncs. "" keeps every job.
+	Source string
 	// Limit is the most jobs of the page, 1 to docs.MaxListLimit; 0 means
 	// docs.DefaultListLimit.
 	Limit int
@@ -32,7 +35,7 @@ const recentCursor = 'r'
 
 // recentParts are what a cursor of Recent is bound to: the selection.
 func (q RecentQuery) recentParts() []string {
-	return []string{fmt.Sprint(q.Active, q.Ended), strings.Join(q.Conversations, "\x00"), fmt.Sprint(q.Conversations == nil)}
+	return []string{fmt.Sprint(q.Active, q.Ended), strings.Join(q.Conversations, "\x00"), fmt.Sprint(q.Conversations == nil), q.Source}
 }
 
 // Recent returns a page of jobs of any conversation (or of those q
@@ -69,7 +72,8 @@ func (s *Store) Recent(ctx context.Context, q RecentQuery) (Page, error) {
 		  AND (NOT $2 OR j.status IN ('queued', 'running'))
 		  AND (NOT $3 OR j.status NOT IN ('queued', 'running'))
 		  AND ($4::timestamptz IS NULL OR (j.created_at, j.id) < ($4, $5::uuid))
-		ORDER BY j.created_at DESC, j.id DESC LIMIT $6`, q.Conversations, q.Active, q.Ended, afterAt, afterID, q.Limit+1)
+		  AND ($7 = '' OR j.input->>'source_id' = $7)
+		ORDER BY j.created_at DESC, j.id DESC LIMIT $6`, q.Conversations, q.Active, q.Ended, afterAt, afterID, q.Limit+1, q.Source)
 	if err != nil {
 		return Page{}, dbError("jobs: recent", err)
 	}

@@ -22,10 +22,15 @@ func TestRecentSpansConversationsNewestFirst(t *testing.T) {
 	// Six jobs over three conversations: five cancelled, then one whose
 	// file the gate holds, running until the end.
 	var ids []string
-	for _, conv := range []string{"c1", "c2", "c3", "c1", "c2"} {
+	for i, conv := range []string{"c1", "c2", "c3", "c1", "c2"} {
 		// Held, as their caller holds them, so that no worker takes one
-		// for a job whose process stopped before the cancel.
-		job, err := e.r.Store().CreateHeld(ctx, conv, KindDocument, Input{Title: conv}, "tester", uuid.NewString(), time.Minute)
+		// for a job whose process stopped before the cancel. The first
+		// and the fourth read a source.
+		in := Input{Title: conv}
+		if i%3 == 0 {
+			in.SourceID = "s1"
+		}
+		job, err := e.r.Store().CreateHeld(ctx, conv, KindDocument, in, "tester", uuid.NewString(), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,6 +77,10 @@ func TestRecentSpansConversationsNewestFirst(t *testing.T) {
 	// ids, newest first, are c3 (running), c2, c1, c3, c2, c1.
 	if got := read(RecentQuery{Conversations: []string{"c1", "c2"}}); !slices.Equal(got, []string{ids[1], ids[2], ids[4], ids[5]}) {
 		t.Fatalf("jobs of c1 and c2: %v", got)
+	}
+	// The jobs of a source are its syncs: the first and the fourth.
+	if got := read(RecentQuery{Conversations: []string{"c1"}, Source: "s1", Limit: 1}); !slices.Equal(got, []string{ids[2], ids[5]}) {
+		t.Fatalf("jobs of source s1: %v, want %v", got, []string{ids[2], ids[5]})
 	}
 	if got := read(RecentQuery{Conversations: []string{}}); len(got) != 0 {
 		t.Fatalf("jobs of no conversation: %v", got)

@@ -18,7 +18,7 @@ var distributeSQL string
 // copies the rows to the shards and leaves the coordinator's own copy,
 // which is then emptied.
 var localData = []string{"chunks", "file_bytes", "files", "conversation_stats", "conversation_models",
-	"keyword_removals", "conversation_purges", "jobs", "sources", "source_pages", "vector_indexes", "conversation_keys", "chat_mcp_tool_calls"}
+	"keyword_removals", "conversation_purges", "jobs", "sources", "source_pages", "vector_indexes", "conversation_keys", "chat_mcp_tool_calls", "ui_signouts"}
 
 // Distributed reports whether db is a Citus coordinator whose documents
 // tables are distributed.

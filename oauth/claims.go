@@ -32,6 +32,9 @@ type claims struct {
 	SCP      spaceList `json:"scp"`
 	ClientID string    `json:"client_id"`
 	AZP      string    `json:"azp"`
+	// Nonce is an ID token's: the value the client sent with the
+	// authorization request.
+	Nonce string `json:"nonce"`
 	// Active is the introspection response's verdict.
 	Active bool `json:"active"`
 

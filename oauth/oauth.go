@@ -222,8 +222,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 
 // check applies the rules every token meets, however it was read: issuer,
 // subject, lifetime and audience; and reads its scopes and conversations.
-// A JWT must name its issuer and expiry; an introspection answer, which
-// the issuer gave, may leave them out (RFC 7662 §2.2).
+// A JWT must name its issuer, audience and expiry; an introspection
+// answer, which the issuer gave, may leave them out (RFC 7662 §2.2).
 func (v *Verifier) check(c *claims, jwt bool) (*Token, error) {
 	now := v.now()
 	if c.Issuer != "" || jwt {
@@ -250,7 +250,12 @@ func (v *Verifier) check(c *claims, jwt bool) (*Token, error) {
 	if c.IssuedAt != nil && now.Add(Leeway).Before(c.IssuedAt.Time()) {
 		return nil, invalid("issued in the future (%s)", c.IssuedAt.Time().UTC().Format(time.RFC3339))
 	}
-	if !matchesAudience(c.Audience, v.cfg.Audiences) {
+	// An introspection answer may leave aud out (RFC 7662 §2.2): the
+	// issuer gave it to this resource's own client, which asked about a
+	// token presented here, and the token still needs this server's
+	// scopes. An answer that names audiences must name this server, as a
+	// JWT must.
+	if (jwt || len(c.Audience) > 0) && !matchesAudience(c.Audience, v.cfg.Audiences) {
 		return nil, invalid("for audience %s, not for this server (%s)", quoteList(c.Audience), strings.Join(v.cfg.Audiences, ", "))
 	}
 	for _, s := range append(c.Scope, c.SCP...) {
@@ -268,10 +273,11 @@ func (v *Verifier) check(c *claims, jwt bool) (*Token, error) {
 	return t, nil
 }
 
-// sameIssuer compares issuer identifiers, ignoring one trailing slash:
-// identity providers differ in writing it.
+// sameIssuer compares issuer identifiers exactly, as the issuer is
+// configured: RFC 8414 §3.3 and RFC 9068 §4 ask for identical strings, and
+// a provider that writes a trailing slash is configured with it.
 func sameIssuer(a, b string) bool {
-	return a != "" && strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+	return a != "" && a == b
 }
 
 func cmpOr(a, b string) string {

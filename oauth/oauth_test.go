@@ -123,6 +123,9 @@ func TestRefusals(t *testing.T) {
 		{"wrong audience", p.Token(t, "alice", "https://other.example.com/mcp", "mcpsearch:read"), "not for this server"},
 		{"no resource asked", p.Token(t, "alice", "", "mcpsearch:read"), "not for this server"},
 		{"wrong issuer", p.Sign(t, claims(map[string]any{"iss": "https://login.example.org"})), "issued by"},
+		// The issuer is compared exactly as configured (RFC 8414 §3.3).
+		{"issuer with a trailing slash", p.Sign(t, claims(map[string]any{"iss": p.URL + "/"})), "issued by"},
+		{"no audience", p.Sign(t, claims(map[string]any{"aud": nil})), "not for this server"},
 		{"another provider's token", other.Token(t, "alice", resource, "mcpsearch:read"), "does not publish"},
 		{"alg none", unsigned(claims(nil)), `unexpected signature algorithm "none"`},
 		{"HS256 with the public key as secret", hs256WithPublicKey(t, p, claims(nil)), `unexpected signature algorithm "HS256"`},
@@ -344,6 +347,34 @@ func TestIntrospection(t *testing.T) {
 	})
 	if _, err := fresh.Verify(context.Background(), raw); !errors.As(err, &ue) {
 		t.Errorf("issuer failing: %v", err)
+	}
+}
+
+// TestIntrospectionWithoutAudience: RFC 7662 makes aud optional in an
+// introspection answer; one without it is accepted, since this resource's
+// own client asked, and the token still needs the server's scopes. An
+// answer naming another audience is still refused.
+func TestIntrospectionWithoutAudience(t *testing.T) {
+	p := oidctest.New(t, oidctest.Options{Opaque: true, IntrospectionWithoutAudience: true})
+	p.AddUser("alice", []string{"conv-a"})
+	v := newVerifier(t, p, func(cfg *oauth.Config) {
+		cfg.ClientID, cfg.ClientSecret = oidctest.IntrospectionClientID, oidctest.IntrospectionSecret
+	})
+	tok, err := v.Verify(context.Background(), p.Token(t, "alice", "", "mcpsearch:read"))
+	if err != nil {
+		t.Fatalf("an introspection answer without aud: %v, want it accepted", err)
+	}
+	if tok.Subject != "alice" || !tok.HasScope("mcpsearch:read") {
+		t.Errorf("token = %+v", tok)
+	}
+	named := oidctest.New(t, oidctest.Options{Opaque: true})
+	named.AddUser("alice", nil)
+	v = newVerifier(t, named, func(cfg *oauth.Config) {
+		cfg.ClientID, cfg.ClientSecret = oidctest.IntrospectionClientID, oidctest.IntrospectionSecret
+	})
+	if _, err := v.Verify(context.Background(), named.Token(t, "alice", "https://other.example.com/mcp", "mcpsearch:read")); !errors.Is(err, oauth.ErrInvalidToken) ||
+		!strings.Contains(err.Error(), "not for this server") {
+		t.Errorf("an answer naming another audience: %v, want it refused", err)
 	}
 }
 

@@ -236,13 +236,13 @@ const tokenPrefix = "oauth "
 // caller over transport: one per key, as before tokens. Every token shares
 // one server where each request brings its caller (streamable HTTP in its
 // TokenInfo, the REST facade in its pending call); over legacy SSE, where
-// a message carries nothing of its own, the server is the session's and
-// holds the whole grant.
+// a message carries nothing of its own, and from the web page, the server
+// is the session's and holds the whole grant.
 func (id identity) serverKey(transport string) string {
 	if id.token == nil {
 		return id.keyName()
 	}
-	if transport != "sse" {
+	if transport != "sse" && transport != uiTransport {
 		return tokenPrefix + "shared"
 	}
 	g := id.token

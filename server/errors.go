@@ -69,9 +69,15 @@ type rateLimited struct {
 	tool      string
 	wait      time.Duration
 	unchecked bool
+	// playground marks a call of the web page's search playground, which
+	// spends a budget of its own.
+	playground bool
 }
 
 func (e *rateLimited) Error() string {
+	if e.playground && !e.unchecked {
+		return fmt.Sprintf("the search playground's limit (MCP_ui_search_per_minute) is spent: retry in %s", e.wait.Round(time.Second))
+	}
 	if e.unchecked {
 		return fmt.Sprintf("the rate limit of %s cannot be checked right now: retry in %s", e.tool, e.wait.Round(time.Millisecond))
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,11 @@ func (s *Server) hostAllowed(hostport string) bool {
 		host = h
 	}
 	if host == "" || isLoopbackHost(host) {
+		return true
+	}
+	// The host clients are told to use (MCP_public_url) needs no second
+	// mention in MCP_allowed_hosts.
+	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" && (strings.EqualFold(u.Hostname(), host) || strings.EqualFold(u.Host, hostport)) {
 		return true
 	}
 	return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool { return strings.EqualFold(a, host) || strings.EqualFold(a, hostport) })

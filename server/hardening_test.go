@@ -97,6 +97,26 @@ func TestHostCheckedOnEveryRoute(t *testing.T) {
 	}
 }
 
+// TestPublicURLHostAllowed: on a loopback listener behind a proxy, the host
+// of MCP_public_url is accepted without naming it again in
+// MCP_allowed_hosts; other hosts are still refused.
+func TestPublicURLHostAllowed(t *testing.T) {
+	_, hs := keyedServerWith(t, func(c *config.Config) { c.PublicURL = "https://mcp.example.com/search" })
+	for host, want := range map[string]int{"mcp.example.com": http.StatusOK, "mcp.example.com:443": http.StatusOK,
+		"MCP.example.com": http.StatusOK, "evil.example": http.StatusForbidden, "mcp.example.com.evil.example": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/healthz", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: status %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
 // TestRateLimitPerKey: one tenant emptying its bucket leaves another's full.
 func TestRateLimitPerKey(t *testing.T) {
 	_, hs := keyedServerWith(t, func(c *config.Config) {

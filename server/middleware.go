@@ -132,7 +132,7 @@ func (s *Server) runCall(ctx context.Context, c *call, def toolDef, req *mcp.Cal
 func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
 	ctx, span := telemetry.Start(ctx, "rate limit", trace.SpanKindInternal)
 	defer span.End()
-	d, err := s.limits.take(ctx, c.Identity.bucket(), c.Tool)
+	d, err := s.limits.take(ctx, c.Identity.bucket(), budgetOf(c))
 	if span.IsRecording() {
 		store := "memory"
 		if s.deps.RateLimits != nil {
@@ -155,7 +155,7 @@ func (s *Server) rateLimit(ctx context.Context, c *call) *ToolError {
 		}
 	}
 	if !d.allowed {
-		return classify(ctx, &rateLimited{tool: c.Tool, wait: d.wait, unchecked: d.unchecked})
+		return classify(ctx, &rateLimited{tool: c.Tool, wait: d.wait, unchecked: d.unchecked, playground: c.Transport == uiTransport})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +70,25 @@ func (s *Server) oauthRoutes(mux *http.ServeMux) {
 	for _, p := range resourcePaths {
 		mux.Handle(oauth.WellKnownPath+p, s.metadataHandler(base+p))
 	}
+	// Behind a proxy that serves the server under a path
+	// (https://host/prefix), the 401 points to the metadata at the
+	// well-known path with that path inserted (RFC 9728 §3.1); a proxy
+	// that passes it on unchanged finds it here too.
+	if prefix := publicPath(base); prefix != "" {
+		mux.Handle(oauth.WellKnownPath+prefix, s.metadataHandler(base))
+		for _, p := range resourcePaths {
+			mux.Handle(oauth.WellKnownPath+prefix+p, s.metadataHandler(base+p))
+		}
+	}
+}
+
+// publicPath is the path of the public URL base ("/prefix"); "" for none.
+func publicPath(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(u.Path, "/")
 }
 
 func (s *Server) metadataHandler(resource string) http.Handler {

@@ -377,6 +377,39 @@ func TestProtectedResourceMetadata(t *testing.T) {
 	}
 }
 
+// TestProtectedResourceMetadataUnderAPath: with MCP_public_url holding a
+// path, a 401 points to the metadata at the well-known path with that
+// path inserted, and the metadata is served there (as well as where a
+// proxy that strips the path sends it).
+func TestProtectedResourceMetadataUnderAPath(t *testing.T) {
+	var public string
+	o := newOAuthHarness(t, oidctest.Options{}, func(c *config.Config) { c.PublicURL += "/search"; public = c.PublicURL }, nil)
+	resp := initialize(t, o.base, "/mcp", "")
+	challenge := resp.Header.Get("WWW-Authenticate")
+	resp.Body.Close()
+	want := o.base + "/.well-known/oauth-protected-resource/search/mcp"
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(challenge, `resource_metadata="`+want+`"`) {
+		t.Fatalf("401 without a token: %d %q, want resource_metadata %s", resp.StatusCode, challenge, want)
+	}
+	for path, resource := range map[string]string{
+		"/.well-known/oauth-protected-resource/search/mcp": public + "/mcp",
+		"/.well-known/oauth-protected-resource/search/sse": public + "/sse",
+		"/.well-known/oauth-protected-resource/search":     public,
+		"/.well-known/oauth-protected-resource/mcp":        public + "/mcp",
+	} {
+		resp, err := http.Get(o.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m oauthex.ProtectedResourceMetadata
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || m.Resource != resource {
+			t.Errorf("%s: %d %+v (%v), want the metadata of %s", path, resp.StatusCode, m, err, resource)
+		}
+	}
+}
+
 func TestReadScopeAndTenants(t *testing.T) {
 	o := newOAuthHarness(t, oidctest.Options{}, nil, nil)
 	reader := o.op.Token(t, "reader", o.base+"/mcp", "mcpsearch:read")

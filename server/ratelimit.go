@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,31 @@ type limitState struct {
 	Limit     int
 	Remaining int
 	Reset     time.Time
+}
+
+// playgroundBudget prefixes the tool of the calls of the web page's
+// search playground in the buckets' names: they spend a budget of their
+// own (MCP_ui_search_per_minute), apart from the agents' buckets of the
+// tool, so that neither empties the other's.
+const playgroundBudget = "ui:"
+
+// budgetOf names the buckets a call spends from: its tool's, or for a
+// call of the web page, the playground's.
+func budgetOf(c *call) string {
+	if c.Transport == uiTransport {
+		return playgroundBudget + c.Tool
+	}
+	return c.Tool
+}
+
+// limitFor is the bucket of budget, a tool or the playground's use of one
+// (budgetOf). The playground has no ceiling for all callers: its budget
+// is per person, and small.
+func (s *Server) limitFor(budget string) config.RateLimit {
+	if _, ok := strings.CutPrefix(budget, playgroundBudget); ok {
+		return config.RateLimit{PerMinute: s.cfg.UISearch.PerMinute, Burst: s.cfg.UISearch.Burst}
+	}
+	return s.cfg.RateLimitFor(budget)
 }
 
 // memoryLimiter keeps one token bucket per caller and tool in this

@@ -78,9 +78,9 @@ func newServer(cfg config.Config, deps Deps, log *slog.Logger, version string, d
 		s.tracer = deps.Tracing.Tracer(telemetry.ScopeName, trace.WithSchemaURL(telemetry.SchemaURL))
 	}
 	if deps.RateLimits != nil {
-		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: cfg.RateLimitFor}
+		s.limits = &sharedLimiter{lim: deps.RateLimits, cfg: s.limitFor}
 	} else {
-		s.limits = newMemoryLimiter(cfg.RateLimitFor, s.now)
+		s.limits = newMemoryLimiter(s.limitFor, s.now)
 	}
 	s.servers = map[serverKey]*mcp.Server{}
 	s.tools = buildTools(toolEnv{deps: deps, cfg: cfg, metrics: s.metrics, log: log}, describeAll)
@@ -101,7 +101,9 @@ func (s *Server) MCP(transport string) *mcp.Server { return s.serverFor(transpor
 // session's, made when the session opens and gone with it.
 func (s *Server) serverFor(transport string, id identity) *mcp.Server {
 	if id.token != nil {
-		if transport == "sse" {
+		// Over legacy SSE a message brings nothing of its caller, nor does
+		// the web page's in-process session: their server holds the grant.
+		if transport == "sse" || transport == uiTransport {
 			return s.newMCPServer(transport, id)
 		}
 		id = identity{token: &tokenGrant{conversations: []string{}}}

@@ -55,9 +55,7 @@ func buildHarness(t testing.TB, tweak func(*config.Config), deps func(*Deps), de
 	cfg.RateLimit = config.RateLimit{PerMinute: 6000, Burst: 1000}
 	// The write tools' own lower defaults would limit tests that call them
 	// often; their defaults are config's to test.
-	for tool := range config.WriteToolRateLimits {
-		delete(cfg.RateLimits, tool)
-	}
+	cfg.BuiltinRateLimits = nil
 	cfg.WebSearchMaxResults = 10
 	if tweak != nil {
 		tweak(&cfg)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -25,12 +26,14 @@ import (
 	"github.com/mcpsearch/mcpsearch/extract/ocr"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/migrations"
+	"github.com/mcpsearch/mcpsearch/oauth"
 	"github.com/mcpsearch/mcpsearch/sources"
 	"github.com/mcpsearch/mcpsearch/ui"
+	"github.com/mcpsearch/mcpsearch/ui/signout"
 )
 
-// uiTransport names the web page's tool calls (its search playground) in
-// logs, metrics and audit rows.
+// uiTransport names the web page's tool calls (its search playground) and
+// its own actions in logs, metrics and audit rows.
 const uiTransport = "ui"
 
 // uiRoute returns the web page (package ui) over this server: the backend
@@ -48,15 +51,27 @@ func (s *Server) uiRoute() http.Handler {
 	return h
 }
 
+// signouts keep the page's signed-out sessions (package signout).
+type signouts interface {
+	Add(ctx context.Context, id string, until time.Time) error
+	Has(ctx context.Context, id string) (bool, error)
+}
+
 // uiBackend is ui.Backend over the server.
 type uiBackend struct {
 	s *Server
 	// keys are the API keys by their id on the page.
 	keys map[string]*APIKey
+	// signouts are the sessions signed out: in the database every replica
+	// reads, or in this process without one.
+	signouts signouts
+	// provider signs people in through the identity provider; nil when
+	// the page offers no such sign-in.
+	provider *uiProvider
 
 	mu sync.Mutex
 	// sessions are the in-process MCP sessions of the page's tool calls,
-	// one per key.
+	// one per key or person's grant.
 	sessions map[string]*mcp.ClientSession
 	ocr      *ocr.Engine
 }
@@ -66,6 +81,16 @@ func newUIBackend(s *Server) *uiBackend {
 	for i := range s.deps.APIKeys {
 		k := &s.deps.APIKeys[i]
 		b.keys[uiKeyID(k)] = k
+	}
+	if pooled, ok := s.deps.Docs.(interface{ Pool() *pgxpool.Pool }); ok {
+		b.signouts = signout.New(pooled.Pool())
+	} else {
+		b.signouts = signout.NewMemory()
+	}
+	if p, err := newUIProvider(s); err != nil {
+		s.log.Error("web page: no sign-in through the identity provider", "error", err)
+	} else {
+		b.provider = p
 	}
 	return b
 }
@@ -86,7 +111,8 @@ func (b *uiBackend) principal(k *APIKey) ui.Principal {
 
 // Open: the page asks for no key where the other routes ask for no
 // credential. A server whose only credentials are an identity provider's
-// tokens is not open: its page asks for a key and accepts none.
+// tokens is not open: its page signs people in there (with
+// MCP_ui_oauth_client_id) or asks for a key and accepts none.
 func (b *uiBackend) Open() bool { return !b.s.accessControlled() }
 
 func (b *uiBackend) SignIn(secret string) (ui.Principal, bool) {
@@ -108,22 +134,53 @@ func (b *uiBackend) Principal(id string) (ui.Principal, bool) {
 	return b.principal(k), true
 }
 
+func (b *uiBackend) Provider() ui.Provider {
+	if b.provider == nil || b.Open() {
+		return nil
+	}
+	return b.provider
+}
+
 func (b *uiBackend) OriginAllowed(origin string) bool { return b.s.originAllowed(origin) }
+
+func (b *uiBackend) SignOut(ctx context.Context, id string, until time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return b.signouts.Add(ctx, id, until)
+}
+
+func (b *uiBackend) SignedOut(ctx context.Context, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return b.signouts.Has(ctx, id)
+}
 
 func (b *uiBackend) Features() ui.Features {
 	s := b.s
 	docsOn := s.docsOn()
 	jobsOn := docsOn && s.deps.Jobs != nil
 	urls := jobsOn && s.deps.Fetch != nil && s.cfg.FetchURLEnabled
-	return ui.Features{Docs: docsOn, Jobs: jobsOn, URLs: urls, Crawl: urls && s.deps.Sources != nil, Writes: s.cfg.WritesOn(),
-		Audit: s.deps.Audit != nil && s.deps.Audit.Mode() == "database", MaxFileBytes: s.cfg.MaxFileBytes, Tools: s.toolNames()}
+	f := ui.Features{Docs: docsOn, Jobs: jobsOn, URLs: urls, Crawl: urls && s.deps.Sources != nil, Writes: s.cfg.WritesOn(), Keys: len(s.deps.APIKeys) > 0,
+		Audit: s.deps.Audit != nil && s.deps.Audit.Mode() == "database", MaxFileBytes: s.cfg.MaxFileBytes, Tools: s.toolNames(),
+		Playground: ui.RateLimit{PerMinute: s.cfg.UISearch.PerMinute, Burst: s.cfg.UISearch.Burst}}
+	if docsOn {
+		f.Threshold, f.Semantic = s.deps.Docs.DefaultThreshold(), embed.Semantic(s.deps.Docs.Embedder())
+	}
+	return f
 }
 
 // identity is the caller p stands for, as the server's other routes know
-// it; a key removed since p signed in is refused.
+// it: a key's (refused once the key is removed), or the grant a person's
+// token gave when they signed in.
 func (b *uiBackend) identity(p ui.Principal) (identity, error) {
-	if b.Open() {
+	switch {
+	case b.Open():
 		return identity{}, nil
+	case p.Subject != "":
+		if b.provider == nil {
+			return identity{}, &ui.Error{Status: http.StatusUnauthorized, Message: "This server no longer signs people in through an identity provider: sign in with an API key."}
+		}
+		return identity{token: &tokenGrant{subject: p.Subject, write: p.Write, conversations: p.Conversations, writeScope: b.s.cfg.AuthScopeWrite}}, nil
 	}
 	k, ok := b.keys[p.ID]
 	if !ok {
@@ -132,27 +189,38 @@ func (b *uiBackend) identity(p ui.Principal) (identity, error) {
 	return identity{key: k}, nil
 }
 
+// who names the caller in the page's words: "Key admin", "alice".
+func who(id identity) string {
+	if id.token != nil {
+		return id.token.subject
+	}
+	return "Key " + id.name()
+}
+
 // conversation checks that id may see conv.
 func (b *uiBackend) conversation(id identity, conv string) error {
 	if strings.TrimSpace(conv) == "" {
 		return &ui.Error{Status: http.StatusBadRequest, Message: "Name the conversation."}
 	}
 	if !id.allows(conv) {
-		return &ui.Error{Status: http.StatusForbidden, Message: fmt.Sprintf("Key %s may not see conversation %q.", id.name(), conv)}
+		return &ui.Error{Status: http.StatusForbidden, Message: fmt.Sprintf("%s may not see conversation %q.", who(id), conv)}
 	}
 	return nil
 }
 
 // writes says why id may not change documents; nil when it may.
 func (b *uiBackend) writes(id identity) error {
-	if !b.s.cfg.WritesOn() {
+	switch {
+	case !b.s.cfg.WritesOn():
 		return &ui.Error{Status: http.StatusForbidden, Message: "This server is read-only (MCP_read_only): it adds, deletes and cancels nothing."}
-	}
-	if !id.canWrite() {
+	case id.canWrite():
+		return nil
+	case id.token != nil:
 		return &ui.Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
-			"Key %s may only read: it cannot add, delete or cancel. Give it scopes=read,write in the keys file.", id.name())}
+			"%s may only read: adding, deleting and cancelling need the scope %s at your identity provider; sign in again once it grants it.", id.token.subject, id.token.writeScope)}
 	}
-	return nil
+	return &ui.Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
+		"Key %s may only read: it cannot add, delete or cancel. Give it scopes=read,write in the keys file.", id.name())}
 }
 
 // docs says why the documents store cannot be used; nil when it can.
@@ -171,8 +239,15 @@ func (b *uiBackend) words(ctx context.Context, err error) error {
 		return err
 	}
 	switch {
-	case errors.Is(err, jobs.ErrNotFound), errors.Is(err, sources.ErrNotFound):
-		return &ui.Error{Status: http.StatusNotFound, Message: "There is no such job or source: it may have been deleted with its conversation."}
+	case errors.Is(err, jobs.ErrNotFound):
+		return &ui.Error{Status: http.StatusNotFound, Message: "There is no such job: it may have been deleted with its conversation."}
+	case errors.Is(err, sources.ErrNotFound):
+		return &ui.Error{Status: http.StatusNotFound, Message: "There is no such source: it may have been deleted, or its conversation."}
+	case errors.Is(err, docs.ErrInvalidID):
+		// A mistyped or cut address is one that leads nowhere.
+		return &ui.Error{Status: http.StatusNotFound, Message: "Nothing has that id: check the address, or find it again from its conversation."}
+	case errors.Is(err, docs.ErrNotFound):
+		return &ui.Error{Status: http.StatusNotFound, Message: "There is no such file or passage: it may have been deleted."}
 	case errors.Is(err, jobs.ErrFinished):
 		return &ui.Error{Status: http.StatusConflict, Message: "The job has already ended: there is nothing left to cancel."}
 	case errors.Is(err, audit.ErrNoDatabase):
@@ -193,387 +268,150 @@ func (b *uiBackend) words(ctx context.Context, err error) error {
 	return &ui.Error{Status: te.Status, Message: msg}
 }
 
-func (b *uiBackend) Conversations(ctx context.Context, p ui.Principal, q ui.ConversationQuery) (ui.ConversationPage, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.docs()
+// Record writes an action of the page to the audit, as a row of its own
+// (tool_name the action, transport ui, the key's name or the person's
+// subject), and to the log. A key is never recorded, nor a token.
+func (b *uiBackend) Record(ctx context.Context, p ui.Principal, e ui.Event) {
+	s := b.s
+	var key, subject string
+	if p.Subject != "" {
+		subject = p.Subject
+	} else if !b.Open() && p.ID != "" {
+		key = p.Name
 	}
-	if err != nil {
-		return ui.ConversationPage{}, err
-	}
-	var only []string
-	if id.key != nil && id.key.Conversations != nil {
-		only = id.key.Conversations
-	}
-	page, err := b.s.deps.Docs.ListConversationsPage(ctx, docs.ConversationQuery{Only: only, Limit: q.Limit, Cursor: q.Cursor})
-	if err != nil {
-		return ui.ConversationPage{}, b.words(ctx, err)
-	}
-	out := ui.ConversationPage{Total: page.Total, Next: page.Next, Conversations: make([]ui.Conversation, 0, len(page.Conversations))}
-	for _, c := range page.Conversations {
-		out.Conversations = append(out.Conversations, ui.Conversation{ID: c.ID, Files: c.Files, Ready: c.Ready, Processing: c.Processing,
-			Failed: c.Failed, Chunks: c.Chunks, LastUpload: c.LastUpload})
-	}
-	return out, nil
-}
-
-func uiFile(f docs.File) ui.File {
-	return ui.File{ID: f.ID, Conversation: f.ConversationID, Name: f.FileName, MIMEType: f.MIMEType, Status: f.Status, Error: f.Error,
-		Source: f.Source, Note: f.Note, JobID: f.JobID, Size: f.SizeBytes, Chunks: f.ChunkCount, Pages: f.PageCount, Created: f.CreatedAt}
-}
-
-func (b *uiBackend) Files(ctx context.Context, p ui.Principal, q ui.FileQuery) (ui.FilePage, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.docs()
-	}
-	if err == nil {
-		err = b.conversation(id, q.Conversation)
-	}
-	if err != nil {
-		return ui.FilePage{}, err
-	}
-	page, err := b.s.deps.Docs.ListFilesPage(ctx, docs.FileQuery{ConversationID: q.Conversation, Status: q.Status, Prefix: q.Prefix,
-		Limit: q.Limit, Cursor: q.Cursor})
-	if err != nil {
-		return ui.FilePage{}, b.words(ctx, err)
-	}
-	out := ui.FilePage{Total: page.Total, Next: page.Next, Files: make([]ui.File, 0, len(page.Files))}
-	for _, f := range page.Files {
-		out.Files = append(out.Files, uiFile(f))
-	}
-	return out, nil
-}
-
-func (b *uiBackend) Sources(ctx context.Context, p ui.Principal, conv string) ([]ui.Source, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.conversation(id, conv)
-	}
-	if err != nil || b.s.deps.Sources == nil || !b.s.docsOn() {
-		return nil, err
-	}
-	list, err := b.s.deps.Sources.List(ctx, conv)
-	if err != nil {
-		return nil, b.words(ctx, err)
-	}
-	out := make([]ui.Source, 0, len(list))
-	for _, src := range list {
-		sum := src.LastSummary
-		var words string
-		if !src.LastSyncAt.IsZero() {
-			words = fmt.Sprintf("%d added, %d updated, %d removed, %d unchanged; %d fetched", sum.Added, sum.Updated, sum.Removed, sum.Unchanged, sum.Fetched)
-			if sum.NotModified > 0 {
-				words += fmt.Sprintf(" (%d not modified)", sum.NotModified)
-			}
-			for _, k := range slices.Sorted(maps.Keys(sum.Skipped)) {
-				words += fmt.Sprintf("; %d skipped: %s", sum.Skipped[k], k)
-			}
-			if sum.Limited {
-				words += "; stopped at max_pages with pages left"
-			}
-		}
-		out = append(out, ui.Source{ID: src.ID, Kind: src.Kind, Root: src.Root, Pages: src.Pages, Files: src.Files, Created: src.CreatedAt,
-			LastSync: src.LastSyncAt, LastJobID: src.LastJobID, Summary: words, Error: sum.Error})
-	}
-	return out, nil
-}
-
-func (b *uiBackend) DeleteFile(ctx context.Context, p ui.Principal, fileID string) (ui.File, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.docs()
-	}
-	if err == nil {
-		err = b.writes(id)
-	}
-	if err != nil {
-		return ui.File{}, err
-	}
-	f, err := b.s.deps.Docs.GetFile(ctx, fileID)
-	if err == nil && !id.allows(f.ConversationID) {
-		// Another conversation's file is one that does not exist.
-		err = fmt.Errorf("no file %q: %w", fileID, docs.ErrNotFound)
-	}
-	if err == nil {
-		err = b.s.deps.Docs.DeleteFile(ctx, f.ID)
-	}
-	if err != nil {
-		return ui.File{}, b.words(ctx, err)
-	}
-	return uiFile(f), nil
-}
-
-// jobLister lists jobs across conversations (jobs.Runner).
-type jobLister interface {
-	Recent(ctx context.Context, q jobs.RecentQuery) (jobs.Page, error)
-}
-
-func uiJob(j jobs.Job, info *JobInfo) ui.Job {
-	what := j.Input.URL
+	took := s.now().Sub(e.Start)
+	attrs := []any{"action", e.Action, "transport", uiTransport, "ms", took.Milliseconds()}
 	switch {
-	case j.Input.Title != "":
-		what = j.Input.Title
-	case j.Input.FileName != "":
-		what = j.Input.FileName
-	case len(j.Input.Files) > 0:
-		what = strings.Join(j.Input.Files, ", ")
-		if n := j.Total() - len(j.Input.Files); n > 0 && j.Kind == jobs.KindUpload {
-			what += fmt.Sprintf(" and %d more", n)
-		}
-	case j.Input.Folder != "":
-		what = j.Input.Folder
+	case subject != "":
+		attrs = append(attrs, "subject", subject)
+	case key != "":
+		attrs = append(attrs, "api_key", key)
 	}
-	out := ui.Job{ID: j.ID, Conversation: j.ConversationID, Kind: j.Kind, Status: j.Status, Progress: j.Progress(), What: what,
-		Caller: j.Caller, Error: j.Error, Total: j.Total(), Done: j.Done(), Ready: j.Files.Ready, Processing: j.Files.Processing,
-		Failed: j.Files.Failed, Duplicates: j.Duplicates, Refused: j.Refused, Chunks: j.Files.Chunks, Submitted: j.Submitted,
-		Created: j.CreatedAt, Started: j.StartedAt, Finished: j.FinishedAt}
-	if info != nil {
-		for _, f := range info.Failures {
-			out.Failures = append(out.Failures, ui.Failure{FileName: f.FileName, Reason: f.Reason})
-		}
+	if e.Conversation != "" {
+		attrs = append(attrs, "conversation", e.Conversation)
 	}
-	return out
-}
-
-func (b *uiBackend) jobsOn() error {
-	if err := b.docs(); err != nil {
-		return err
+	if e.JobID != "" {
+		attrs = append(attrs, "job", e.JobID)
 	}
-	if b.s.deps.Jobs == nil {
-		return &ui.Error{Status: http.StatusNotFound, Message: "This server keeps no jobs."}
-	}
-	return nil
-}
-
-func (b *uiBackend) Jobs(ctx context.Context, p ui.Principal, q ui.JobQuery) (ui.JobPage, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.jobsOn()
-	}
-	if err != nil {
-		return ui.JobPage{}, err
-	}
-	rq := jobs.RecentQuery{Active: q.Active, Ended: q.Ended, Limit: q.Limit, Cursor: q.Cursor}
-	if id.key != nil && id.key.Conversations != nil {
-		rq.Conversations = id.key.Conversations
-	}
-	if q.Conversation != "" {
-		if err := b.conversation(id, q.Conversation); err != nil {
-			return ui.JobPage{}, err
-		}
-		rq.Conversations = []string{q.Conversation}
-	}
-	lister, ok := b.s.deps.Jobs.(jobLister)
-	if !ok {
-		return ui.JobPage{}, &ui.Error{Status: http.StatusNotFound, Message: "This server cannot list its jobs across conversations."}
-	}
-	page, err := lister.Recent(ctx, rq)
-	if err != nil {
-		return ui.JobPage{}, b.words(ctx, err)
-	}
-	out := ui.JobPage{Next: page.Next, Jobs: make([]ui.Job, 0, len(page.Jobs))}
-	for _, j := range page.Jobs {
-		out.Jobs = append(out.Jobs, uiJob(j, nil))
-	}
-	return out, nil
-}
-
-// ownJob reads job jobID, which id must be allowed to see: another
-// conversation's job is one that does not exist.
-func (b *uiBackend) ownJob(ctx context.Context, id identity, jobID string) (jobs.Job, error) {
-	j, err := b.s.deps.Jobs.Get(ctx, strings.TrimSpace(jobID))
-	if err == nil && !id.allows(j.ConversationID) {
-		err = jobs.ErrNotFound
-	}
-	return j, err
-}
-
-func (b *uiBackend) jobInfo(ctx context.Context, j jobs.Job) ui.Job {
-	info := jobTools{jobs: b.s.deps.Jobs, store: b.s.deps.Docs}.jobInfo(ctx, j)
-	return uiJob(j, &info)
-}
-
-func (b *uiBackend) Job(ctx context.Context, p ui.Principal, jobID string) (ui.Job, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.jobsOn()
-	}
-	if err != nil {
-		return ui.Job{}, err
-	}
-	j, err := b.ownJob(ctx, id, jobID)
-	if err != nil {
-		return ui.Job{}, b.words(ctx, err)
-	}
-	return b.jobInfo(ctx, j), nil
-}
-
-func (b *uiBackend) CancelJob(ctx context.Context, p ui.Principal, jobID string) (ui.Job, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.jobsOn()
-	}
-	if err == nil {
-		err = b.writes(id)
-	}
-	if err != nil {
-		return ui.Job{}, err
-	}
-	j, err := b.ownJob(ctx, id, jobID)
-	if err == nil {
-		j, err = b.s.deps.Jobs.Cancel(ctx, j.ID)
-	}
-	if err != nil {
-		return ui.Job{}, b.words(ctx, err)
-	}
-	return b.jobInfo(ctx, j), nil
-}
-
-// caller names who started a job from the page: the key, or "ui".
-func uiCaller(id identity) string { return cmp.Or(id.name(), uiTransport) }
-
-func (b *uiBackend) AddURL(ctx context.Context, p ui.Principal, conv, target string, crawl bool) (ui.Job, error) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.jobsOn()
-	}
-	if err == nil {
-		err = b.writes(id)
-	}
-	if err == nil {
-		err = b.conversation(id, conv)
-	}
-	if err != nil {
-		return ui.Job{}, err
-	}
-	f := b.Features()
-	switch {
-	case !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://"):
-		return ui.Job{}, &ui.Error{Status: http.StatusBadRequest, Message: "The address must begin with http:// or https://."}
-	case !f.URLs:
-		return ui.Job{}, &ui.Error{Status: http.StatusForbidden, Message: "Adding documents by URL is off on this server (MCP_fetch_url_enabled)."}
-	case crawl && !f.Crawl:
-		return ui.Job{}, &ui.Error{Status: http.StatusForbidden, Message: "Crawling sites is off on this server."}
-	}
-	var j jobs.Job
-	if crawl {
-		j, _, err = b.s.deps.Sources.Crawl(ctx, conv, target, sources.CrawlOptions{}, uiCaller(id))
+	code, msg := uiOutcome(e.Err)
+	level := slog.LevelInfo
+	if code != "" {
+		level = slog.LevelWarn
+		attrs = append(attrs, "outcome", code, "error", msg)
 	} else {
-		j, err = b.s.deps.Jobs.AddURL(ctx, conv, target, uiCaller(id))
+		attrs = append(attrs, "outcome", "ok")
 	}
-	if err != nil {
-		return ui.Job{}, b.words(ctx, err)
-	}
-	return uiJob(j, nil), nil
-}
-
-// Upload answers a multipart upload as POST /v1/conversations/{id}/files
-// does, for the key p stands for.
-func (b *uiBackend) Upload(w http.ResponseWriter, r *http.Request, p ui.Principal, conv string) {
-	id, err := b.identity(p)
-	if err == nil {
-		err = b.docs()
-	}
-	if err != nil {
-		var ue *ui.Error
-		errors.As(err, &ue)
-		writeError(w, r, &ToolError{Code: CodeToolError, Status: ue.Status, Message: ue.Message})
+	s.log.Log(ctx, level, "web page action", attrs...)
+	if s.deps.Audit == nil {
 		return
 	}
-	ctx := withIdentity(r.Context(), id)
-	// The upload's job names the key, or the page, as its caller.
-	ctx = withCall(ctx, &call{Identity: id, Transport: uiTransport})
-	r = r.WithContext(ctx)
-	r.SetPathValue("id", conv)
-	bodyDeadline(uploadBodyTimeout, http.HandlerFunc(b.s.uploadFiles)).ServeHTTP(w, r)
+	var args json.RawMessage
+	if e.Touched != nil {
+		args, _ = json.Marshal(e.Touched)
+	}
+	s.deps.Audit.Record(audit.Entry{ToolName: e.Action, ConversationID: e.Conversation, Arguments: args, Transport: uiTransport,
+		APIKey: key, Subject: subject, ClientName: "mcpsearch-ui", ClientVersion: s.version, JobID: e.JobID,
+		LatencyMS: int(took.Milliseconds()), CreatedAt: e.Start, ErrorCode: code, Error: msg})
 }
 
-// session is the in-process MCP session of id's tool calls from the page:
-// they pass the middleware of every call (rate limit, scopes, timeout,
-// log, metrics, audit with transport "ui").
-func (b *uiBackend) session(ctx context.Context, id identity) (*mcp.ClientSession, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if cs, ok := b.sessions[id.name()]; ok {
-		return cs, nil
+// uiOutcome is the audit's error code and message of an action's failure,
+// "" for a success.
+func uiOutcome(err error) (string, string) {
+	if err == nil {
+		return "", ""
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	bg := context.WithoutCancel(ctx)
-	if _, err := b.s.serverFor(uiTransport, id).Connect(bg, st, nil); err != nil {
-		return nil, fmt.Errorf("ui: connect: %w", err)
+	status := http.StatusInternalServerError
+	var ue *ui.Error
+	if errors.As(err, &ue) {
+		status = ue.Status
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpsearch-ui", Version: b.s.version}, nil).Connect(bg, ct, nil)
-	if err != nil {
-		return nil, fmt.Errorf("ui: connect: %w", err)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return CodeAuthError, err.Error()
+	case status == http.StatusTooManyRequests:
+		return CodeRateLimited, err.Error()
+	case status == http.StatusGatewayTimeout || errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout, err.Error()
 	}
-	b.sessions[id.name()] = cs
-	return cs, nil
+	return CodeToolError, err.Error()
 }
 
-func (b *uiBackend) Call(ctx context.Context, p ui.Principal, tool string, args map[string]any) (ui.ToolCall, error) {
-	id, err := b.identity(p)
-	if err != nil {
-		return ui.ToolCall{}, err
-	}
-	cs, err := b.session(ctx, id)
-	if err != nil {
-		return ui.ToolCall{}, err
-	}
-	params := &mcp.CallToolParams{Name: tool, Arguments: args}
-	out := ui.ToolCall{Tool: tool}
-	out.Request, _ = json.Marshal(params)
-	res, err := cs.CallTool(ctx, params)
-	if err != nil {
-		return ui.ToolCall{}, b.words(ctx, err)
-	}
-	out.Result, _ = json.Marshal(res)
-	out.Text = textOf(res)
-	if res.StructuredContent != nil {
-		out.Structured, _ = json.Marshal(res.StructuredContent)
-	}
-	if res.IsError {
-		out.Failed, out.Error = true, out.Text
-		var env envelope
-		if json.Unmarshal([]byte(out.Text), &env) == nil && env.Error != nil {
-			out.Error = env.Error.Message
-		}
-	}
-	return out, nil
+// uiProvider signs people in to the page through the identity provider:
+// the page is a confidential OAuth client of MCP_auth_issuer
+// (MCP_ui_oauth_client_id), and a person has what their access token
+// grants, checked as the server checks any.
+type uiProvider struct {
+	s      *Server
+	client *oauth.Client
+	name   string
+	seal   []byte
 }
 
-func (b *uiBackend) Audit(ctx context.Context, p ui.Principal, q ui.AuditQuery) (ui.AuditPage, error) {
-	id, err := b.identity(p)
+// newUIProvider returns the page's client of the identity provider; nil
+// when MCP_ui_oauth_client_id is not set.
+func newUIProvider(s *Server) (*uiProvider, error) {
+	cfg := s.cfg
+	if s.deps.Tokens == nil || cfg.UIOAuthClientID == "" {
+		return nil, nil
+	}
+	base := cfg.PublicBase()
+	cc := oauth.ClientConfig{ID: cfg.UIOAuthClientID, Secret: cfg.UIOAuthClientSecret, RedirectURL: base + "/ui/oauth/callback",
+		Scopes: s.tokenScopes()}
+	if len(cfg.AuthAudiences) == 0 {
+		// Tokens must then name this server: ask for one that does (RFC
+		// 8707). A provider that names the audience itself (Entra ID's
+		// application id, with MCP_auth_audience) is asked nothing more.
+		cc.Resource = base
+	}
+	c, err := s.deps.Tokens.Client(cc)
 	if err != nil {
-		return ui.AuditPage{}, err
+		return nil, fmt.Errorf("MCP_ui_oauth_client_id %s: %w", cfg.UIOAuthClientID, err)
 	}
-	if b.s.deps.Audit == nil {
-		return ui.AuditPage{}, b.words(ctx, audit.ErrNoDatabase)
+	name := cfg.AuthIssuer
+	if u, err := url.Parse(cfg.AuthIssuer); err == nil {
+		name = u.Host
 	}
-	if q.Conversation != "" {
-		if err := b.conversation(id, q.Conversation); err != nil {
-			return ui.AuditPage{}, err
-		}
+	// The seal of people's sessions: every replica has the same secret,
+	// and a new secret ends every session signed with the old one.
+	m := hmac.New(sha256.New, []byte(cfg.UIOAuthClientSecret))
+	m.Write([]byte("mcpsearch ui person session\x00" + cfg.AuthIssuer + "\x00" + cfg.UIOAuthClientID))
+	return &uiProvider{s: s, client: c, name: name, seal: m.Sum(nil)}, nil
+}
+
+func (p *uiProvider) Name() string { return p.name }
+func (p *uiProvider) Seal() []byte { return p.seal }
+
+func (p *uiProvider) AuthURL(ctx context.Context, state, nonce, verifier string) (string, error) {
+	return p.client.AuthURL(ctx, state, nonce, verifier)
+}
+
+// Finish completes a sign-in: the code exchanged and the tokens checked,
+// the person has what their access token grants: the read scope to sign
+// in at all, the write scope to change documents, and the conversations
+// of the claim.
+func (p *uiProvider) Finish(ctx context.Context, code, verifier, nonce string) (ui.Principal, error) {
+	tok, err := p.client.Exchange(ctx, code, verifier, nonce)
+	var unavailable *oauth.UnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		p.s.log.Warn("web page: sign-in through the identity provider", "error", err)
+		return ui.Principal{}, &ui.Error{Status: http.StatusBadGateway, Message: "The identity provider cannot be reached to complete the sign-in: try again shortly."}
+	case errors.Is(err, oauth.ErrInvalidToken):
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), oauth.ErrInvalidToken.Error()), ": ")
+		return ui.Principal{}, &ui.Error{Status: http.StatusForbidden, Message: "Your identity provider's access token is not one this server accepts: " + reason + "."}
+	case errors.Is(err, oauth.ErrSignInRefused):
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), oauth.ErrSignInRefused.Error()), ": ")
+		return ui.Principal{}, &ui.Error{Status: http.StatusForbidden, Message: "The sign-in was refused: " + reason + "."}
+	case err != nil:
+		return ui.Principal{}, err
 	}
-	f := audit.Filter{Tool: q.Tool, APIKey: q.Key, Outcome: q.Outcome, Conversation: q.Conversation, Since: q.Since,
-		Cursor: q.Cursor, Limit: q.Limit}
-	if id.key != nil && id.key.Conversations != nil {
-		// A key limited to some conversations sees their calls, and its
-		// own.
-		f.Visible, f.VisibleKey = id.key.Conversations, id.key.Name
+	read, write := p.s.cfg.AuthScopeRead, p.s.cfg.AuthScopeWrite
+	w := tok.HasScope(write)
+	if !w && !tok.HasScope(read) {
+		return ui.Principal{}, &ui.Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
+			"%s is signed in at the identity provider, but their token lacks the scope %s that reading needs here: ask for it to be granted.", tok.Subject, read)}
 	}
-	page, err := b.s.deps.Audit.Query(ctx, f)
-	if err != nil {
-		return ui.AuditPage{}, b.words(ctx, err)
-	}
-	out := ui.AuditPage{Next: page.Next, Entries: make([]ui.AuditEntry, 0, len(page.Entries))}
-	for _, e := range page.Entries {
-		out.Entries = append(out.Entries, ui.AuditEntry{ID: e.ID.String(), Tool: e.ToolName, Key: e.APIKey, Subject: e.Subject, Conversation: e.ConversationID,
-			Transport: e.Transport, Session: e.SessionID, Client: strings.TrimSpace(e.ClientName + " " + e.ClientVersion),
-			Code: e.ErrorCode, Error: e.Error, LatencyMS: e.LatencyMS, Arguments: e.Arguments, JobID: e.JobID, Time: e.CreatedAt,
-			Sanitised: e.Sanitised})
-	}
-	return out, nil
+	return ui.Principal{Name: tok.Subject, Subject: tok.Subject, Write: w, Conversations: tok.Conversations}, nil
 }
 
 func (b *uiBackend) Status(ctx context.Context, p ui.Principal) ui.Status {
@@ -599,6 +437,12 @@ func (b *uiBackend) Status(ctx context.Context, p ui.Principal) ui.Status {
 	auth := "none: every caller is trusted"
 	if !b.Open() {
 		auth = fmt.Sprintf("%d API keys", len(s.deps.APIKeys))
+		if s.deps.Tokens != nil {
+			auth += ", and the tokens of " + s.cfg.AuthIssuer
+		}
+		if b.provider != nil {
+			auth += "; people sign in to this page there"
+		}
 	}
 	st.Settings = [][2]string{
 		{"Transports", strings.Join(s.cfg.Transports, ", ")},
@@ -672,7 +516,8 @@ func (b *uiBackend) database(ctx context.Context) (string, string) {
 
 func (b *uiBackend) rateLimits() ui.RateLimits {
 	cfg := b.s.cfg
-	out := ui.RateLimits{Store: "memory", Default: ui.RateLimit{PerMinute: cfg.RateLimit.PerMinute, Burst: cfg.RateLimit.Burst}}
+	out := ui.RateLimits{Store: "memory", Default: ui.RateLimit{PerMinute: cfg.RateLimit.PerMinute, Burst: cfg.RateLimit.Burst},
+		Playground: ui.RateLimit{PerMinute: cfg.UISearch.PerMinute, Burst: cfg.UISearch.Burst}}
 	if b.s.deps.RateLimits != nil {
 		out.Store = "postgres"
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/internal/oidctest"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/ui"
 )
@@ -140,7 +143,7 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 	if _, err := b.CancelJob(ctx, reader, theirJob.ID); status(err) != http.StatusForbidden {
 		t.Fatalf("the reader cancelling: %v", err)
 	}
-	if _, err := b.AddURL(ctx, admin, "c1", "https://example.com/", false); status(err) != http.StatusForbidden {
+	if _, err := b.AddURL(ctx, admin, "c1", "https://example.com/", nil); status(err) != http.StatusForbidden {
 		t.Fatalf("a URL without fetching: %v", err)
 	}
 	if jp, err := b.Jobs(ctx, tenant, ui.JobQuery{}); err != nil || len(jp.Jobs) != 0 {
@@ -215,11 +218,135 @@ func TestUIBackendAppliesEachKeysRights(t *testing.T) {
 		t.Fatalf("the audit filtered on get_chunk: %+v", ap.Entries)
 	}
 
+	// A file's page: its text and chunks for who may see its
+	// conversation, nothing for another tenant.
+	if _, err := b.File(ctx, tenant, theirs.ID); status(err) != http.StatusNotFound {
+		t.Fatalf("the tenant opening c2's file: %v", err)
+	}
+	f, err := b.File(ctx, tenant, mine.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := b.FileText(ctx, tenant, f); err != nil || !strings.Contains(text, "quay cranes") {
+		t.Fatalf("the file's text: %q %v", text, err)
+	}
+	chunks, err := b.FileChunks(ctx, tenant, f, -1, 10)
+	if err != nil || len(chunks) != f.Chunks || chunks[0].Ordinal != 0 || chunks[0].CharEnd == 0 {
+		t.Fatalf("the file's chunks: %+v %v", chunks, err)
+	}
+	if _, err := b.FileText(ctx, tenant, ui.File{ID: theirs.ID}); status(err) != http.StatusNotFound {
+		t.Fatalf("the tenant reading c2's text through another file's page: %v", err)
+	}
+	if c, err := b.Chunk(ctx, admin, chunks[0].ID); err != nil || c.Content != chunks[0].Content {
+		t.Fatalf("a chunk: %+v %v", c, err)
+	}
+	if _, _, err := b.RetryFile(ctx, admin, mine.ID); status(err) != http.StatusConflict {
+		t.Fatalf("retrying a ready file: %v", err)
+	}
+
+	// An id that is no id, or a job's that is gone, is said in words.
+	for _, bad := range []func() error{
+		func() error { _, err := b.Job(ctx, admin, "job"); return err },
+		func() error { _, err := b.File(ctx, admin, "not-a-file-id"); return err },
+		func() error { _, err := b.Job(ctx, admin, "3f1c0000-0000-4000-8000-000000000000"); return err },
+	} {
+		err := bad()
+		var ue *ui.Error
+		if !errors.As(err, &ue) || ue.Status != http.StatusNotFound || strings.Contains(ue.Message, "invalid") || strings.Contains(ue.Message, "docs:") {
+			t.Errorf("a bad id: %v", err)
+		}
+	}
+
 	st := b.Status(ctx, admin)
-	if !st.Ready || st.Version != "test" || st.Database == "" || st.Model == "" || len(st.Checks) == 0 {
+	if !st.Ready || st.Version != "test" || st.Database == "" || st.Model == "" || len(st.Checks) == 0 || st.RateLimits.Playground.PerMinute != 60 {
 		t.Fatalf("status: %+v", st)
 	}
 	if f := b.Features(); !f.Docs || !f.Jobs || f.URLs || !f.Audit || !f.Writes {
 		t.Fatalf("features: %+v", f)
+	}
+}
+
+// TestUISignInThroughProvider signs people in to the page through a real
+// OpenID provider, as a browser would (cookies kept, redirects followed):
+// each has what their token grants, one without the read scope is turned
+// away in words, and every sign-in is audited under the person, never
+// with a token.
+func TestUISignInThroughProvider(t *testing.T) {
+	o := newOAuthHarness(t, oidctest.Options{}, func(c *config.Config) {
+		c.UIOAuthClientID, c.UIOAuthClientSecret = "mcpsearch-page", "page-secret"
+	}, nil)
+	o.op.AddWebClient("mcpsearch-page", "page-secret", o.base+"/ui/oauth/callback")
+	o.op.LimitScopes("reader", "mcpsearch:read")
+	o.op.AddUser("nobody", nil)
+	o.op.LimitScopes("nobody")
+	if _, err := o.pool.Exec(context.Background(), `INSERT INTO conversation_keys (key, conversation_id) VALUES (conversation_key('conv-a'), 'conv-a') ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatal(err)
+	}
+
+	signIn := func(subject string) (*http.Client, int, string) {
+		t.Helper()
+		o.op.SignInAs(subject)
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp, err := c.Get(o.base + "/ui/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(page), `href="/ui/oauth/start?next=`) {
+			t.Fatalf("the sign-in page offers no provider: %s", page)
+		}
+		resp, err = c.Get(o.base + "/ui/oauth/start?next=%2Fui%2Fconversations")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return c, resp.StatusCode, string(body)
+	}
+	get := func(c *http.Client, path string) string {
+		t.Helper()
+		resp, err := c.Get(o.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+
+	alice, code, body := signIn("alice")
+	if code != http.StatusOK || !strings.Contains(body, `content="0;url=/ui/conversations"`) {
+		t.Fatalf("alice's sign-in: %d %s", code, body)
+	}
+	if page := get(alice, "/ui/conversations"); !strings.Contains(page, "Signed in as <strong>alice</strong> · 1 conversation") || strings.Contains(page, "read only") {
+		t.Fatalf("alice's page: %s", page)
+	}
+	if page := get(alice, "/ui/conversations/conv-b"); !strings.Contains(page, "alice may not see conversation") {
+		t.Fatalf("alice opening bob's conversation: %s", page)
+	}
+	reader, code, _ := signIn("reader")
+	if page := get(reader, "/ui/conversations"); code != http.StatusOK || !strings.Contains(page, "Signed in as <strong>reader</strong> · read only") {
+		t.Fatalf("the reader's page: %d %s", code, page)
+	}
+	_, code, body = signIn("nobody")
+	if code != http.StatusForbidden || !strings.Contains(body, "lacks the scope mcpsearch:read") {
+		t.Fatalf("a person without the read scope: %d %s", code, body)
+	}
+
+	rows := o.auditRows(t)
+	want := []string{"alice - sign_in ok -", "reader - sign_in ok -", "- - sign_in AUTH_ERROR -"}
+	var signIns []string
+	for _, r := range rows {
+		if strings.Contains(r, "sign_in") {
+			signIns = append(signIns, r)
+		}
+	}
+	if !slices.Equal(signIns, want) {
+		t.Errorf("sign-ins audited:\n%s\nwant:\n%s", strings.Join(signIns, "\n"), strings.Join(want, "\n"))
+	}
+	if o.log.holds("page-secret") {
+		t.Error("the client secret reached the log")
 	}
 }

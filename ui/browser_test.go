@@ -283,6 +283,20 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shoot(t, "chunk")
 
+	// The file's own page: its text, a page at a time, and its chunks
+	// with their places.
+	b.open(t, "/ui/conversations/c-main")
+	b.do(t, chromedp.Click(chromedp.CSS(`a.name[href^="/ui/files/"]`)), chromedp.WaitVisible(chromedp.CSS(".passage")))
+	if text := b.text(t, ".passage"); !strings.Contains(text, "Pilotage fees: the harbour pilots charge 412 kroner") {
+		t.Fatalf("the file's text page shows: %q", text)
+	}
+	b.shoot(t, "file")
+	b.do(t, chromedp.Click(chromedp.CSS(`.tabs a[href$="view=chunks"]`)), chromedp.WaitVisible(chromedp.CSS("ol.chunks")))
+	if chunks := b.text(t, "ol.chunks"); !strings.Contains(chunks, "page 2") || !strings.Contains(chunks, "characters ") {
+		t.Fatalf("the file's chunks: %q", chunks)
+	}
+	b.shoot(t, "file-chunks")
+
 	// Delete the file.
 	b.open(t, "/ui/conversations/c-main")
 	b.do(t, chromedp.Click(chromedp.CSS(`button[aria-label="Delete report.pdf"]`)), chromedp.WaitVisible(chromedp.CSS(".notice")))
@@ -308,6 +322,18 @@ func TestBrowser(t *testing.T) {
 	}
 	b.open(t, "/ui/jobs/"+jobID)
 	b.shoot(t, "job")
+
+	// Every change made on the page is in the audit, under the key, with
+	// its conversation and outcome; the failed sign-in without a key.
+	s.waitAudit(t, []string{"sign_in - AUTH_ERROR -", "sign_in admin ok -", "upload admin ok c-main", "search_docs admin ok c-main",
+		"get_chunk admin ok c-main", "delete_document admin ok c-main", "upload admin ok c-main", "cancel_job admin ok c-main"})
+	if rows := s.auditRows(t); strings.Contains(strings.Join(rows, " "), adminKey) {
+		t.Fatalf("the audit holds the key: %q", rows)
+	}
+	b.open(t, "/ui/audit?transport=ui&tool=delete_document")
+	if rows := b.text(t, "table.audit tbody"); !strings.Contains(rows, "report.pdf") || !strings.Contains(rows, "key admin") || strings.Contains(rows, "cancel_job") {
+		t.Fatalf("who deleted report.pdf: %q", rows)
+	}
 
 	// The audit shows the page's own calls, with their arguments.
 	b.open(t, "/ui/audit?tool=search_docs")
@@ -399,6 +425,10 @@ func TestBrowser(t *testing.T) {
 	if code, body := get("/ui/audit"); code != http.StatusOK || strings.Contains(body, "c-main") {
 		t.Fatalf("the tenant key's audit shows another conversation's calls (%d)", code)
 	}
+
+	b.open(t, "/ui/conversations")
+	b.do(t, chromedp.Click(chromedp.CSS(".who button")), chromedp.WaitVisible(chromedp.ID("key")))
+	s.waitAudit(t, []string{"cancel_job admin ok c-main", "sign_out admin ok -", "sign_in tenant ok -", "sign_out tenant ok -"})
 
 	if errs := b.takeConsoleErrors(); len(errs) > 0 {
 		t.Fatalf("the pages wrote errors to the console:\n%s", strings.Join(errs, "\n"))

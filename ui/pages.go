@@ -1,10 +1,10 @@
 package ui
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,39 +20,66 @@ func (u *UI) signinPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if _, ok := u.session(r); ok {
+	if _, ok, _ := u.session(r); ok {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	u.render(w, r, http.StatusOK, "signin", session{}, "Sign in", map[string]any{"Token": u.signinToken(w, r), "Next": next})
+	u.render(w, r, http.StatusOK, "signin", session{}, "Sign in", u.signinData(w, r, next, ""))
+}
+
+// signinData is what the sign-in page shows: its form's token, where to
+// go next, the identity provider to sign in through, and an error.
+func (u *UI) signinData(w http.ResponseWriter, r *http.Request, next, msg string) map[string]any {
+	data := map[string]any{"Token": u.signinToken(w, r), "Next": next, "Error": msg, "TTL": u.ttl, "Keys": true}
+	if prov := u.b.Provider(); prov != nil {
+		// With a provider, the key form shows only where keys exist.
+		data["Provider"], data["Keys"] = prov.Name(), u.b.Features().Keys
+	}
+	return data
 }
 
 func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	start := u.now()
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	next := localPath(r.PostFormValue("next"))
 	if u.b.Open() {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	again := func(status int, msg string) {
-		u.render(w, r, status, "signin", session{}, "Sign in", map[string]any{"Token": u.signinToken(w, r), "Next": next, "Error": msg})
+	again := func(e *Error) {
+		// A failed sign-in is audited without the key: a mistyped key is
+		// often another secret.
+		u.record(r, Principal{}, "sign_in", "", map[string]any{"method": "api_key"}, "", start, e)
+		u.render(w, r, e.Status, "signin", session{}, "Sign in", u.signinData(w, r, next, e.Message))
 	}
 	if !u.originOK(r) || !checkSigninToken(r) {
-		again(http.StatusForbidden, "The sign-in form had expired or came from another site. Sign in again on this page.")
+		again(&Error{Status: http.StatusForbidden, Message: "The sign-in form had expired or came from another site. Sign in again on this page."})
 		return
 	}
 	p, ok := u.b.SignIn(strings.TrimSpace(r.PostFormValue("key")))
 	if !ok {
-		again(http.StatusUnauthorized, "This server does not accept that key. Check it for typos: the keys are the server's MCP_API_KEYS or the lines of its keys file.")
+		again(&Error{Status: http.StatusUnauthorized, Message: "This server does not accept that key. Check it for typos: the keys are the server's MCP_API_KEYS or the lines of its keys file."})
 		return
 	}
-	u.startSession(w, r, p)
+	if _, err := u.startSession(w, r, p); err != nil {
+		u.fail(w, r, session{}, err)
+		return
+	}
+	u.record(r, p, "sign_in", "", map[string]any{"method": "api_key"}, "", start, nil)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (u *UI) signout(w http.ResponseWriter, r *http.Request, _ session) {
-	u.endSession(w, r)
+func (u *UI) signout(w http.ResponseWriter, r *http.Request, s session) {
+	start := u.now()
+	err := u.endSession(w, r, s)
+	u.record(r, s.p, "sign_out", "", nil, "", start, err)
+	if err != nil {
+		u.log.Error("ui: sign-out not recorded", "error", err)
+		u.fail(w, r, session{}, &Error{Status: http.StatusServiceUnavailable, Message: "This browser is signed out, but the server could not record the sign-out " +
+			"(its database does not answer): a copy of the session cookie would still work elsewhere until it expires. Sign in and out again once the server is back."})
+		return
+	}
 	to := base + "/signin"
 	if u.b.Open() {
 		to = base + "/"
@@ -92,28 +119,8 @@ func (u *UI) conversationPage(w http.ResponseWriter, r *http.Request, s session)
 	}
 	u.render(w, r, http.StatusOK, "conversation", s, "Conversation "+conv, map[string]any{
 		"Conversation": conv, "Query": q, "Page": page, "Sources": sources, "Deleted": r.FormValue("deleted"),
+		"SourceDeleted": r.FormValue("source_deleted"), "Removed": r.FormValue("removed"),
 		"Statuses": []string{"", "ready", "processing", "failed"}})
-}
-
-func (u *UI) deleteFile(w http.ResponseWriter, r *http.Request, s session) {
-	f, err := u.b.DeleteFile(r.Context(), s.p, r.PathValue("id"))
-	if err != nil {
-		u.fail(w, r, s, err)
-		return
-	}
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]string{"deleted": f.Name})
-		return
-	}
-	http.Redirect(w, r, base+"/conversations/"+url.PathEscape(f.Conversation)+"?deleted="+url.QueryEscape(f.Name), http.StatusSeeOther)
-}
-
-func (u *UI) upload(w http.ResponseWriter, r *http.Request, s session) {
-	if !s.p.Write {
-		u.fail(w, r, s, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("Key %s may only read: it cannot upload. Give it scopes=read,write in the keys file.", s.p.Name)})
-		return
-	}
-	u.b.Upload(w, r, s.p, r.PathValue("id"))
 }
 
 // conversationChoices lists conversations to pick from in a form: the
@@ -142,21 +149,82 @@ func (u *UI) addPage(w http.ResponseWriter, r *http.Request, s session) {
 		conv = s.p.Conversations[0]
 	}
 	u.render(w, r, http.StatusOK, "add", s, "Add documents", map[string]any{
-		"Conversation": conv, "Choices": u.conversationChoices(r, s)})
+		"Conversation": conv, "Choices": u.conversationChoices(r, s), "Scopes": crawlScopes})
+}
+
+// crawlScopes are the crawl form's choices of which links to follow.
+var crawlScopes = []struct{ Value, Label string }{
+	{"", "pages under the start address (prefix)"}, {"host", "the whole host"}, {"domain", "the host and its sibling subdomains"},
+}
+
+// crawlForm reads the crawl form's options: numbers in words when they
+// are not, and patterns one per line or separated by commas.
+func crawlForm(r *http.Request) (CrawlOptions, error) {
+	var o CrawlOptions
+	num := func(field, what string, lo, hi int) (int, error) {
+		v := strings.TrimSpace(r.PostFormValue(field))
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return 0, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("%s must be a whole number from %d to %d, not %q.", what, lo, hi, v)}
+		}
+		return n, nil
+	}
+	var err error
+	if o.MaxPages, err = num("max_pages", "The page limit (max_pages)", 1, 20000); err != nil {
+		return o, err
+	}
+	if o.MaxDepth, err = num("max_depth", "The depth (max_depth)", 0, 50); err != nil {
+		return o, err
+	}
+	o.Scope = strings.TrimSpace(r.PostFormValue("scope"))
+	if !slices.ContainsFunc(crawlScopes, func(c struct{ Value, Label string }) bool { return c.Value == o.Scope }) && o.Scope != "prefix" {
+		return o, &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf("The scope must be prefix, host or domain, not %q.", o.Scope)}
+	}
+	o.Include, o.Exclude = patterns(r.PostFormValue("include")), patterns(r.PostFormValue("exclude"))
+	return o, nil
+}
+
+// patterns splits a field of patterns, one per line or separated by
+// commas.
+func patterns(v string) []string {
+	var out []string
+	for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' || r == ',' }) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (u *UI) addURL(w http.ResponseWriter, r *http.Request, s session) {
+	start := u.now()
 	conv := strings.TrimSpace(r.PostFormValue("conversation"))
 	target := strings.TrimSpace(r.PostFormValue("url"))
-	switch {
-	case conv == "":
-		u.fail(w, r, s, &Error{Status: http.StatusBadRequest, Message: "Name the conversation the documents go to."})
-		return
-	case target == "":
-		u.fail(w, r, s, &Error{Status: http.StatusBadRequest, Message: "Give the address (URL) of the page, file or site to add."})
-		return
+	action, touched := "add_url", map[string]any{"url": target}
+	var crawl *CrawlOptions
+	var err error
+	if r.PostFormValue("crawl") != "" {
+		action = "crawl"
+		var o CrawlOptions
+		o, err = crawlForm(r)
+		crawl = &o
+		touched["options"] = crawlJSON(o)
 	}
-	j, err := u.b.AddURL(r.Context(), s.p, conv, target, r.PostFormValue("crawl") != "")
+	switch {
+	case err != nil:
+	case conv == "":
+		err = &Error{Status: http.StatusBadRequest, Message: "Name the conversation the documents go to."}
+	case target == "":
+		err = &Error{Status: http.StatusBadRequest, Message: "Give the address (URL) of the page, file or site to add."}
+	}
+	var j Job
+	if err == nil {
+		j, err = u.b.AddURL(r.Context(), s.p, conv, target, crawl)
+	}
+	u.record(r, s.p, action, conv, touched, j.ID, start, err)
 	if err != nil {
 		u.fail(w, r, s, err)
 		return
@@ -166,6 +234,27 @@ func (u *UI) addURL(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	http.Redirect(w, r, base+"/jobs/"+url.PathEscape(j.ID), http.StatusSeeOther)
+}
+
+// crawlJSON is a crawl's options as the audit keeps them, those set only.
+func crawlJSON(o CrawlOptions) map[string]any {
+	m := map[string]any{}
+	if o.MaxPages > 0 {
+		m["max_pages"] = o.MaxPages
+	}
+	if o.MaxDepth > 0 {
+		m["max_depth"] = o.MaxDepth
+	}
+	if o.Scope != "" {
+		m["scope"] = o.Scope
+	}
+	if len(o.Include) > 0 {
+		m["include"] = o.Include
+	}
+	if len(o.Exclude) > 0 {
+		m["exclude"] = o.Exclude
+	}
+	return m
 }
 
 func (u *UI) jobsPage(w http.ResponseWriter, r *http.Request, s session) {
@@ -200,7 +289,10 @@ func (u *UI) jobPage(w http.ResponseWriter, r *http.Request, s session) {
 }
 
 func (u *UI) cancelJob(w http.ResponseWriter, r *http.Request, s session) {
-	j, err := u.b.CancelJob(r.Context(), s.p, r.PathValue("id"))
+	start := u.now()
+	id := r.PathValue("id")
+	j, err := u.b.CancelJob(r.Context(), s.p, id)
+	u.record(r, s.p, "cancel_job", j.Conversation, map[string]any{"job_id": id}, j.ID, start, err)
 	if err != nil {
 		u.fail(w, r, s, err)
 		return
@@ -214,23 +306,28 @@ func (u *UI) cancelJob(w http.ResponseWriter, r *http.Request, s session) {
 
 // jobView is a job as the page's script reads it.
 type jobView struct {
-	ID           string    `json:"id"`
-	Conversation string    `json:"conversation"`
-	Kind         string    `json:"kind"`
-	What         string    `json:"what"`
-	Status       string    `json:"status"`
-	Progress     string    `json:"progress"`
-	Percent      int       `json:"percent"`
-	Done         int       `json:"done"`
-	Total        int       `json:"total"`
-	Final        bool      `json:"final"`
-	Error        string    `json:"error,omitempty"`
-	Failures     []Failure `json:"failures,omitempty"`
+	ID            string    `json:"id"`
+	Conversation  string    `json:"conversation"`
+	Kind          string    `json:"kind"`
+	What          string    `json:"what"`
+	Status        string    `json:"status"`
+	Tone          string    `json:"tone"`
+	Outcome       string    `json:"outcome"`
+	Files         string    `json:"files"`
+	Pages         string    `json:"pages,omitempty"`
+	Percent       int       `json:"percent"`
+	Indeterminate bool      `json:"indeterminate"`
+	Done          int       `json:"done"`
+	Total         int       `json:"total"`
+	Final         bool      `json:"final"`
+	Error         string    `json:"error,omitempty"`
+	Failures      []Failure `json:"failures,omitempty"`
 }
 
 func jobJSON(j Job) jobView {
-	return jobView{ID: j.ID, Conversation: j.Conversation, Kind: j.Kind, What: j.What, Status: j.Status, Progress: j.Progress,
-		Percent: j.Percent(), Done: j.Done, Total: j.Total, Final: j.Final(), Error: j.Error, Failures: j.Failures}
+	return jobView{ID: j.ID, Conversation: j.Conversation, Kind: j.Kind, What: j.What, Status: j.Status, Tone: j.Tone(), Outcome: j.Outcome(),
+		Files: j.Files(), Pages: j.Pages(), Percent: j.Percent(), Indeterminate: j.Indeterminate(), Done: j.Done, Total: j.Total,
+		Final: j.Final(), Error: j.Error, Failures: j.Failures}
 }
 
 func (u *UI) jobJSON(w http.ResponseWriter, r *http.Request, s session) {
@@ -240,156 +337,6 @@ func (u *UI) jobJSON(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	writeJSON(w, http.StatusOK, jobJSON(j))
-}
-
-// Search results as search_docs returns them: what an agent reads.
-type (
-	searchOutput struct {
-		Chunks []searchHit `json:"chunks"`
-		More   []string    `json:"more_chunk_ids"`
-	}
-	searchHit struct {
-		ChunkID    string   `json:"chunk_id"`
-		FileID     string   `json:"file_id"`
-		FileName   string   `json:"file_name"`
-		Content    string   `json:"content"`
-		Similarity float64  `json:"similarity"`
-		Score      float64  `json:"score"`
-		Source     string   `json:"source"`
-		Location   location `json:"location"`
-	}
-	location struct {
-		Citation string `json:"citation"`
-		OCR      bool   `json:"ocr"`
-	}
-	chunkOutput struct {
-		ChunkID  string `json:"chunk_id"`
-		Content  string `json:"content"`
-		Metadata struct {
-			FileID    string   `json:"file_id"`
-			FileName  string   `json:"file_name"`
-			Source    string   `json:"source"`
-			CharStart int      `json:"char_start"`
-			CharEnd   int      `json:"char_end"`
-			Location  location `json:"location"`
-		} `json:"metadata"`
-		ChunkIDs  []string `json:"chunk_ids"`
-		Truncated bool     `json:"truncated"`
-	}
-)
-
-// searchForm is the playground's form.
-type searchForm struct {
-	Conversation, Query, Mode, TopK, Threshold string
-}
-
-func (u *UI) searchPage(w http.ResponseWriter, r *http.Request, s session) {
-	f := searchForm{Conversation: strings.TrimSpace(r.FormValue("conversation")), Query: strings.TrimSpace(r.FormValue("q")),
-		Mode: r.FormValue("mode"), TopK: strings.TrimSpace(r.FormValue("top_k")), Threshold: strings.TrimSpace(r.FormValue("threshold"))}
-	if f.Conversation == "" && len(s.p.Conversations) == 1 {
-		f.Conversation = s.p.Conversations[0]
-	}
-	data := map[string]any{"Form": f, "Choices": u.conversationChoices(r, s), "Modes": []string{"hybrid", "vector", "keyword"}}
-	if f.Query != "" {
-		args := map[string]any{"query": f.Query}
-		if f.Conversation != "" {
-			args["conversation_id"] = f.Conversation
-		}
-		if f.Mode != "" {
-			args["mode"] = f.Mode
-		}
-		bad := ""
-		if f.TopK != "" {
-			n, err := strconv.Atoi(f.TopK)
-			if err != nil {
-				bad = fmt.Sprintf("top_k must be a whole number from 1 to 50, not %q.", f.TopK)
-			}
-			args["top_k"] = n
-		}
-		if f.Threshold != "" {
-			t, err := strconv.ParseFloat(f.Threshold, 64)
-			if err != nil {
-				bad = fmt.Sprintf("The threshold must be a number from 0 to 1, such as 0.3, not %q.", f.Threshold)
-			}
-			args["threshold"] = t
-		}
-		if bad != "" {
-			data["Error"] = bad
-		} else {
-			tc, err := u.b.Call(r.Context(), s.p, "search_docs", args)
-			if err != nil {
-				u.fail(w, r, s, err)
-				return
-			}
-			data["Call"] = tc
-			if tc.Failed {
-				data["Error"] = tc.Error
-			} else {
-				var out searchOutput
-				if err := json.Unmarshal(tc.Structured, &out); err != nil {
-					u.fail(w, r, s, fmt.Errorf("search_docs result: %w", err))
-					return
-				}
-				data["Result"] = out
-			}
-		}
-	}
-	u.render(w, r, http.StatusOK, "search", s, "Search playground", data)
-}
-
-// chunkNeighbours is how many chunks before and after the chunk page
-// shows with it.
-const chunkNeighbours = 1
-
-func (u *UI) chunkPage(w http.ResponseWriter, r *http.Request, s session) {
-	id := r.PathValue("id")
-	tc, err := u.b.Call(r.Context(), s.p, "get_chunk", map[string]any{"chunk_id": id, "before": chunkNeighbours, "after": chunkNeighbours})
-	if err != nil {
-		u.fail(w, r, s, err)
-		return
-	}
-	data := map[string]any{"Call": tc, "ID": id, "Back": localBack(r.FormValue("back"))}
-	if tc.Failed {
-		data["Error"] = tc.Error
-	} else {
-		var out chunkOutput
-		if err := json.Unmarshal(tc.Structured, &out); err != nil {
-			u.fail(w, r, s, fmt.Errorf("get_chunk result: %w", err))
-			return
-		}
-		data["Chunk"] = out
-		data["Parts"] = markHit(out.Content, r.FormValue("hit"))
-	}
-	u.render(w, r, http.StatusOK, "chunk", s, "Chunk "+id, data)
-}
-
-// localBack keeps a "back to the results" link on the page.
-func localBack(p string) string {
-	if p == "" {
-		return ""
-	}
-	return localPath(p)
-}
-
-// passagePart is a piece of a merged passage; Hit marks the chunk that
-// was found.
-type passagePart struct {
-	Text string
-	Hit  bool
-}
-
-// markHit splits a passage around the first occurrence of hit (the start
-// of the chunk found), so that the page can mark it among its neighbours.
-func markHit(passage, hit string) []passagePart {
-	hit = strings.TrimSpace(hit)
-	i := -1
-	if hit != "" {
-		i = strings.Index(passage, hit)
-	}
-	if i < 0 {
-		return []passagePart{{Text: passage}}
-	}
-	return []passagePart{{Text: passage[:i]}, {Text: hit, Hit: true}, {Text: passage[i+len(hit):]}}
 }
 
 // periods are the audit's time filters.
@@ -404,9 +351,18 @@ var outcomes = []struct{ Value, Label string }{
 	{"RATE_LIMITED", "RATE_LIMITED"}, {"TIMEOUT", "TIMEOUT"}, {"AUTH_ERROR", "AUTH_ERROR"},
 }
 
+// transports are the audit's transport filters.
+var transports = []struct{ Value, Label string }{
+	{"", "any way"}, {"ui", "this web page"}, {"http", "streamable HTTP"}, {"sse", "SSE"}, {"rest", "REST"}, {"stdio", "stdio"},
+}
+
+// Actions are what the page audits of its own doing, beside the tools its
+// playground calls.
+var Actions = []string{"sign_in", "sign_out", "upload", "add_url", "crawl", "delete_document", "retry_file", "cancel_job", "sync_source", "delete_source"}
+
 func (u *UI) auditPage(w http.ResponseWriter, r *http.Request, s session) {
-	q := AuditQuery{Tool: r.FormValue("tool"), Key: strings.TrimSpace(r.FormValue("key")), Outcome: r.FormValue("outcome"),
-		Conversation: strings.TrimSpace(r.FormValue("conversation")), Cursor: r.FormValue("cursor"), Limit: pageSize}
+	q := AuditQuery{Tool: r.FormValue("tool"), Caller: strings.TrimSpace(r.FormValue("caller")), Outcome: r.FormValue("outcome"),
+		Transport: r.FormValue("transport"), Conversation: strings.TrimSpace(r.FormValue("conversation")), Cursor: r.FormValue("cursor"), Limit: pageSize}
 	period := r.FormValue("period")
 	if period != "" {
 		d, err := time.ParseDuration(period)
@@ -416,7 +372,7 @@ func (u *UI) auditPage(w http.ResponseWriter, r *http.Request, s session) {
 		}
 		q.Since = u.now().Add(-d)
 	}
-	data := map[string]any{"Query": q, "Period": period, "Periods": periods, "Outcomes": outcomes}
+	data := map[string]any{"Query": q, "Period": period, "Periods": periods, "Outcomes": outcomes, "Transports": transports, "Actions": Actions}
 	if u.b.Features().Audit {
 		page, err := u.b.Audit(r.Context(), s.p, q)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,7 +29,7 @@ type view struct {
 
 // pageNav is the menu entry each page belongs to.
 var pageNav = map[string]string{
-	"conversations": "conversations", "conversation": "conversations",
+	"conversations": "conversations", "conversation": "conversations", "file": "conversations", "source": "conversations",
 	"add": "add", "jobs": "jobs", "job": "jobs",
 	"search": "search", "chunk": "search", "audit": "audit", "status": "status",
 }
@@ -126,9 +127,17 @@ func (u *UI) funcs() template.FuncMap {
 			}
 			return fmt.Sprintf("%d %ss", n, word)
 		},
-		"float": func(f float64) string { return fmt.Sprintf("%.4f", f) },
-		"join":  strings.Join,
-		"add":   func(a, b int) int { return a + b },
+		"float":  func(f float64) string { return fmt.Sprintf("%.4f", f) },
+		"float2": func(f float64) string { return fmt.Sprintf("%.2f", f) },
+		"itoa":   strconv.Itoa,
+		"hours": func(d time.Duration) string {
+			if d%time.Hour == 0 {
+				return plural(int(d/time.Hour), "hour")
+			}
+			return d.String()
+		},
+		"join": strings.Join,
+		"add":  func(a, b int) int { return a + b },
 		// args passes several values to a template: args "Job" . "CSRF" $.CSRF.
 		"args": func(kv ...any) (map[string]any, error) {
 			if len(kv)%2 != 0 {

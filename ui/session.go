@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,11 +15,12 @@ import (
 	"time"
 )
 
-// Cookies of the page, all HttpOnly, SameSite=Strict and limited to its
-// path; Secure when the request came over TLS.
+// Cookies of the page, all HttpOnly and limited to its path; Secure when
+// the request came over TLS.
 const (
-	// sessionCookie carries a signed session: the key's id, its expiry and
-	// a nonce, signed with the key's seal.
+	// sessionCookie carries a signed session (SameSite=Strict): who, its
+	// expiry and a random id, signed with the key's seal, or the
+	// provider's for a person.
 	sessionCookie = "mcpsearch_session"
 	// signinCookie is the sign-in form's token, submitted twice (cookie and
 	// field): nobody else's page can read it to post the form.
@@ -27,23 +30,45 @@ const (
 // DefaultSessionTTL is how long a sign-in lasts.
 const DefaultSessionTTL = 12 * time.Hour
 
-// session is a signed-in caller: who, and the cookie that says so, from
-// which the CSRF token derives.
+// maxSessionCookie bounds a session cookie: browsers keep cookies of up
+// to 4 KB, name and attributes included.
+const maxSessionCookie = 3800
+
+// session is a signed-in caller: who, the cookie that says so (from which
+// the CSRF token derives), its random id and its expiry.
 type session struct {
-	p   Principal
-	raw string
+	p      Principal
+	raw    string
+	id     string
+	expiry time.Time
 }
+
+// Session cookie versions: a key's session names the key by its id; a
+// person's carries what their token granted.
+const (
+	keySession    = "1"
+	personSession = "2"
+)
 
 // anonymousID stands for Anonymous in a session cookie.
 const anonymousID = "-"
 
-// sessionValue is the cookie of a session of p until expiry, signed with
-// seal.
-func sessionValue(id string, expiry time.Time, seal []byte) string {
-	nonce := make([]byte, 12)
+// grant is what a person's session carries of their token: who, whether
+// they may write, and the conversations they may touch (nil: any).
+type grant struct {
+	Subject       string   `json:"sub"`
+	Write         bool     `json:"w,omitempty"`
+	Conversations []string `json:"c"`
+}
+
+// sessionValue is the cookie of a session of version v naming who, until
+// expiry, signed with seal; and the session's random id.
+func sessionValue(v, who string, expiry time.Time, seal []byte) (string, string) {
+	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	body := "1." + id + "." + strconv.FormatInt(expiry.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(nonce)
-	return body + "." + sign(seal, "session."+body)
+	id := base64.RawURLEncoding.EncodeToString(nonce)
+	body := v + "." + who + "." + strconv.FormatInt(expiry.Unix(), 10) + "." + id
+	return body + "." + sign(seal, "session."+body), id
 }
 
 // sign is the base64 HMAC-SHA256 of msg under key.
@@ -53,67 +78,129 @@ func sign(key []byte, msg string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// parseSession splits a session cookie into the key's id, its expiry, and
-// the signed body and signature; ok is false for anything else.
-func parseSession(v string) (id string, expiry time.Time, body, mac string, ok bool) {
+// parsedSession is a session cookie split into its parts.
+type parsedSession struct {
+	version, who, id string
+	expiry           time.Time
+	body, mac        string
+}
+
+// parseSession splits a session cookie; ok is false for anything else.
+func parseSession(v string) (parsedSession, bool) {
 	parts := strings.Split(v, ".")
-	if len(parts) != 5 || parts[0] != "1" || parts[1] == "" {
-		return "", time.Time{}, "", "", false
+	if len(parts) != 5 || (parts[0] != keySession && parts[0] != personSession) || parts[1] == "" || parts[3] == "" {
+		return parsedSession{}, false
 	}
 	secs, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return "", time.Time{}, "", "", false
+		return parsedSession{}, false
 	}
-	return parts[1], time.Unix(secs, 0), strings.Join(parts[:4], "."), parts[4], true
+	return parsedSession{version: parts[0], who: parts[1], id: parts[3], expiry: time.Unix(secs, 0),
+		body: strings.Join(parts[:4], "."), mac: parts[4]}, true
 }
 
+// errCannotCheck is a session that could not be checked against the
+// sign-outs: it is refused, with this in words.
+var errCannotCheck = &Error{Status: http.StatusServiceUnavailable,
+	Message: "The server cannot tell whether this session was signed out: its database does not answer. Try again in a moment."}
+
 // session reads the request's session: valid, unexpired, signed with the
-// seal of a key the server still accepts. On a server without keys a
-// session signed by this process stands for Anonymous.
-func (u *UI) session(r *http.Request) (session, bool) {
+// seal of a key the server still accepts (or the identity provider's, for
+// a person), and not signed out. On a server without keys a session
+// signed by this process stands for Anonymous. Its error says why a
+// session could not be checked.
+func (u *UI) session(r *http.Request) (session, bool, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return session{}, false
+		return session{}, false, nil
 	}
-	id, expiry, body, mac, ok := parseSession(c.Value)
-	if !ok || !u.now().Before(expiry) {
-		return session{}, false
+	ps, ok := parseSession(c.Value)
+	if !ok || !u.now().Before(ps.expiry) {
+		return session{}, false, nil
 	}
 	var p Principal
-	if u.b.Open() {
-		if id != anonymousID {
-			return session{}, false
+	switch {
+	case u.b.Open():
+		if ps.version != keySession || ps.who != anonymousID {
+			return session{}, false, nil
 		}
 		p = Anonymous
 		p.Seal = u.anonSeal
-	} else {
-		if p, ok = u.b.Principal(id); !ok {
-			return session{}, false
+	case ps.version == keySession:
+		if p, ok = u.b.Principal(ps.who); !ok {
+			return session{}, false, nil
+		}
+	default:
+		prov := u.b.Provider()
+		if prov == nil {
+			return session{}, false, nil
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(ps.who)
+		var g grant
+		if err != nil || json.Unmarshal(raw, &g) != nil || g.Subject == "" {
+			return session{}, false, nil
+		}
+		p = Principal{Name: g.Subject, Subject: g.Subject, Write: g.Write, Conversations: g.Conversations, Seal: prov.Seal()}
+	}
+	if subtle.ConstantTimeCompare([]byte(sign(p.Seal, "session."+ps.body)), []byte(ps.mac)) != 1 {
+		return session{}, false, nil
+	}
+	if !u.b.Open() {
+		out, err := u.b.SignedOut(r.Context(), ps.id)
+		if err != nil {
+			u.log.Warn("ui: check a session against the sign-outs", "error", err)
+			return session{}, false, errCannotCheck
+		}
+		if out {
+			return session{}, false, nil
 		}
 	}
-	if subtle.ConstantTimeCompare([]byte(sign(p.Seal, "session."+body)), []byte(mac)) != 1 {
-		return session{}, false
-	}
-	return session{p: p, raw: c.Value}, true
+	return session{p: p, raw: c.Value, id: ps.id, expiry: ps.expiry}, true, nil
 }
 
 // startSession signs p in: a new session cookie on w.
-func (u *UI) startSession(w http.ResponseWriter, r *http.Request, p Principal) session {
-	id := p.ID
-	if u.b.Open() {
-		id, p.Seal = anonymousID, u.anonSeal
+func (u *UI) startSession(w http.ResponseWriter, r *http.Request, p Principal) (session, error) {
+	s, err := u.newSession(p)
+	if err != nil {
+		return session{}, err
 	}
-	expiry := u.now().Add(u.ttl)
-	v := sessionValue(id, expiry, p.Seal)
-	http.SetCookie(w, u.cookie(r, sessionCookie, v, expiry))
-	return session{p: p, raw: v}
+	http.SetCookie(w, u.cookie(r, sessionCookie, s.raw, s.expiry))
+	return s, nil
 }
 
-// endSession signs out: the cookie is cleared.
-func (u *UI) endSession(w http.ResponseWriter, r *http.Request) {
+// newSession makes a session of p. A person's session lasts as long as a
+// key's; it fails when what their token grants does not fit in a cookie.
+func (u *UI) newSession(p Principal) (session, error) {
+	expiry := u.now().Add(u.ttl)
+	var v, id string
+	switch {
+	case u.b.Open():
+		p.Seal = u.anonSeal
+		v, id = sessionValue(keySession, anonymousID, expiry, p.Seal)
+	case p.Subject != "":
+		raw, _ := json.Marshal(grant{Subject: p.Subject, Write: p.Write, Conversations: p.Conversations})
+		v, id = sessionValue(personSession, base64.RawURLEncoding.EncodeToString(raw), expiry, p.Seal)
+		if len(v) > maxSessionCookie {
+			return session{}, &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Message: fmt.Sprintf(
+				"Your sign-in names %d conversations, more than a session of the page can hold: ask for a token limited to fewer, or sign in with an API key.",
+				len(p.Conversations))}
+		}
+	default:
+		v, id = sessionValue(keySession, p.ID, expiry, p.Seal)
+	}
+	return session{p: p, raw: v, id: id, expiry: expiry}, nil
+}
+
+// endSession signs s out: every replica refuses its cookie from now on,
+// and the browser forgets it.
+func (u *UI) endSession(w http.ResponseWriter, r *http.Request, s session) error {
 	c := u.cookie(r, sessionCookie, "", time.Time{})
 	c.MaxAge = -1
 	http.SetCookie(w, c)
+	if u.b.Open() || s.id == "" {
+		return nil
+	}
+	return u.b.SignOut(r.Context(), s.id, s.expiry)
 }
 
 func (u *UI) cookie(r *http.Request, name, value string, expiry time.Time) *http.Cookie {

@@ -1,15 +1,17 @@
 // Package ui is the web page of the people who run mcpsearch: the
-// conversations and their files, adding documents and following their jobs,
-// a search playground, the audit of tool calls and the server's status. It
+// conversations, their files and sources, adding documents and following
+// their jobs, a search playground, the audit and the server's status. It
 // is served by the binary at /ui/: html/template pages and a little
 // JavaScript, every file embedded, nothing fetched from elsewhere.
 //
 // The page knows the server through Backend alone, which applies the
 // caller's rights as the server's other routes do. A caller signs in with
-// an API key (or not at all on a server that asks for none) and gets a
-// session cookie bound to that key; every request that changes something
-// carries a CSRF token, and the Content-Security-Policy allows no inline
-// script.
+// an API key, through the identity provider (Provider), or not at all on
+// a server that asks for neither, and gets a signed session cookie that
+// every replica accepts until it expires or is signed out (Backend keeps
+// the sign-outs). Every request that changes something carries a CSRF
+// token and is audited (Backend.Record), and the Content-Security-Policy
+// allows no inline script.
 package ui
 
 import (
@@ -116,6 +118,8 @@ func (u *UI) routes() {
 	m.Handle("GET "+base+"/static/", http.StripPrefix(base+"/", u.static()))
 	m.HandleFunc("GET "+base+"/signin", u.signinPage)
 	m.HandleFunc("POST "+base+"/signin", u.signin)
+	m.HandleFunc("GET "+base+"/oauth/start", u.oauthStart)
+	m.HandleFunc("GET "+base+"/oauth/callback", u.oauthCallback)
 	m.HandleFunc("POST "+base+"/signout", u.state(u.signout))
 	m.HandleFunc("GET "+base+"/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, base+"/conversations", http.StatusSeeOther)
@@ -123,7 +127,12 @@ func (u *UI) routes() {
 	m.HandleFunc("GET "+base+"/conversations", u.read(u.conversationsPage))
 	m.HandleFunc("GET "+base+"/conversations/{id}", u.read(u.conversationPage))
 	m.HandleFunc("POST "+base+"/conversations/{id}/files", u.state(u.upload))
+	m.HandleFunc("GET "+base+"/files/{id}", u.read(u.filePage))
 	m.HandleFunc("POST "+base+"/files/{id}/delete", u.state(u.deleteFile))
+	m.HandleFunc("POST "+base+"/files/{id}/retry", u.state(u.retryFile))
+	m.HandleFunc("GET "+base+"/sources/{id}", u.read(u.sourcePage))
+	m.HandleFunc("POST "+base+"/sources/{id}/sync", u.state(u.syncSource))
+	m.HandleFunc("POST "+base+"/sources/{id}/delete", u.state(u.deleteSource))
 	m.HandleFunc("GET "+base+"/add", u.read(u.addPage))
 	m.HandleFunc("POST "+base+"/add/url", u.state(u.addURL))
 	m.HandleFunc("GET "+base+"/jobs", u.read(u.jobsPage))
@@ -146,9 +155,17 @@ func (u *UI) routes() {
 func (u *UI) read(next handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		s, ok := u.session(r)
+		s, ok, err := u.session(r)
+		if err != nil {
+			u.fail(w, r, session{}, err)
+			return
+		}
 		if !ok && u.b.Open() {
-			s, ok = u.startSession(w, r, Anonymous), true
+			if s, err = u.startSession(w, r, Anonymous); err != nil {
+				u.fail(w, r, session{}, err)
+				return
+			}
+			ok = true
 		}
 		if !ok {
 			if wantsJSON(r) {
@@ -172,7 +189,11 @@ func (u *UI) state(next handler) http.HandlerFunc {
 				"Requests from %s are not accepted here: open the page at this server's own address, or add the origin to MCP_allowed_origins.", r.Header.Get("Origin"))})
 			return
 		}
-		s, ok := u.session(r)
+		s, ok, err := u.session(r)
+		if err != nil {
+			u.fail(w, r, session{}, err)
+			return
+		}
 		if !ok {
 			u.fail(w, r, session{}, &Error{Status: http.StatusUnauthorized, Message: "You are signed out: sign in again, then repeat what you were doing."})
 			return
@@ -189,6 +210,12 @@ func (u *UI) state(next handler) http.HandlerFunc {
 		}
 		next(w, r, s)
 	}
+}
+
+// record audits an action of the page done by p, which began at start
+// and ended with err.
+func (u *UI) record(r *http.Request, p Principal, action, conv string, touched map[string]any, jobID string, start time.Time, err error) {
+	u.b.Record(r.Context(), p, Event{Action: action, Conversation: conv, Touched: touched, JobID: jobID, Err: err, Start: start})
 }
 
 // wantsJSON reports whether the request comes from the page's script,

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,11 @@ type fake struct {
 	deleted []string
 	calls   []string
 	origins []string
+	// signedOut are the sessions signed out; events what Record got.
+	signedOut map[string]time.Time
+	events    []Event
+	provider  Provider
+	noKeys    bool
 }
 
 func newFake() *fake {
@@ -36,7 +42,8 @@ func newFake() *fake {
 			"tenant-secret-0123456789": {ID: "k2", Name: "tenant", Conversations: []string{"c-tenant"}, Write: true, Seal: []byte("seal-two")},
 			"reader-secret-0123456789": {ID: "k3", Name: "reader", Seal: []byte("seal-three")},
 		},
-		gone: map[string]bool{},
+		gone:      map[string]bool{},
+		signedOut: map[string]time.Time{},
 		convs: []Conversation{
 			{ID: "c-main", Files: 2, Ready: 1, Failed: 1, Chunks: 7, LastUpload: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)},
 			{ID: "c-tenant", Files: 1, Ready: 1, Chunks: 2, LastUpload: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
@@ -50,13 +57,83 @@ func newFake() *fake {
 			},
 		},
 		jobs: map[string]Job{
-			"j1": {ID: "j1", Conversation: "c-main", Kind: "upload", Status: "running", Progress: "1 of 4 files, 3 chunks", Total: 4, Done: 1, Submitted: true},
-			"j2": {ID: "j2", Conversation: "c-tenant", Kind: "url", Status: "succeeded", Progress: "1 of 1 files", Total: 1, Done: 1, Submitted: true},
+			"j1": {ID: "j1", Conversation: "c-main", Kind: "upload", Status: "running", Total: 4, Done: 1, Ready: 1, Processing: 3, Chunks: 3, Submitted: true},
+			"j2": {ID: "j2", Conversation: "c-tenant", Kind: "url", Status: "succeeded", Total: 1, Done: 1, Ready: 1, Chunks: 2, Submitted: true},
 		},
 	}
 }
 
-func (f *fake) Open() bool { return f.open }
+func (f *fake) Open() bool         { return f.open }
+func (f *fake) Provider() Provider { return f.provider }
+func (f *fake) SignOut(_ context.Context, id string, until time.Time) error {
+	f.signedOut[id] = until
+	return nil
+}
+func (f *fake) SignedOut(_ context.Context, id string) (bool, error) {
+	_, ok := f.signedOut[id]
+	return ok, nil
+}
+func (f *fake) Record(_ context.Context, p Principal, e Event) {
+	e.Conversation += "|" + p.Name
+	f.events = append(f.events, e)
+}
+func (f *fake) File(_ context.Context, p Principal, id string) (File, error) {
+	for _, fl := range f.files["c-main"] {
+		if fl.ID == id && allows(p, fl.Conversation) {
+			return fl, nil
+		}
+	}
+	return File{}, &Error{Status: http.StatusNotFound, Message: "There is no such file."}
+}
+func (f *fake) FileText(_ context.Context, p Principal, fl File) (string, error) {
+	return "The harbour report.\n" + strings.Repeat("Line of the report.\n", 2000), nil
+}
+func (f *fake) FileChunks(_ context.Context, p Principal, fl File, after, limit int) ([]Chunk, error) {
+	var out []Chunk
+	for i := after + 1; i < 6 && len(out) < limit; i++ {
+		out = append(out, Chunk{ID: fmt.Sprintf("ch%d", i), FileID: fl.ID, Ordinal: i, Content: fmt.Sprintf("Chunk number %d.", i),
+			CharStart: i * 100, CharEnd: i*100 + 120, Citation: fmt.Sprintf("page %d", i+1)})
+	}
+	return out, nil
+}
+func (f *fake) RetryFile(ctx context.Context, p Principal, id string) (File, Job, error) {
+	fl, err := f.File(ctx, p, id)
+	if err != nil {
+		return fl, Job{}, err
+	}
+	j := Job{ID: "j5", Conversation: fl.Conversation, Kind: "url", Status: "queued", What: fl.Source}
+	f.jobs["j5"] = j
+	return fl, j, nil
+}
+func (f *fake) Chunk(_ context.Context, p Principal, id string) (Chunk, error) {
+	return Chunk{ID: id, Content: "The harbour pilots charge 412 kroner."}, nil
+}
+func (f *fake) Source(_ context.Context, p Principal, id string) (Source, error) {
+	if id != "s1" || !allows(p, "c-main") {
+		return Source{}, &Error{Status: http.StatusNotFound, Message: "There is no such source."}
+	}
+	return Source{ID: "s1", Conversation: "c-main", Kind: "site", Root: "https://docs.example.com/", Pages: 40, Files: 38,
+		Options: CrawlOptions{MaxPages: 50, Include: []string{"/docs/**"}}}, nil
+}
+func (f *fake) SyncSource(ctx context.Context, p Principal, id string) (Source, Job, error) {
+	src, err := f.Source(ctx, p, id)
+	if err != nil {
+		return src, Job{}, err
+	}
+	j := Job{ID: "j6", Conversation: src.Conversation, Kind: "sync", Status: "queued"}
+	f.jobs["j6"] = j
+	return src, j, nil
+}
+func (f *fake) DeleteSource(ctx context.Context, p Principal, id string) (Source, int, error) {
+	src, err := f.Source(ctx, p, id)
+	if err != nil {
+		return src, 0, err
+	}
+	if !p.Write {
+		return src, 0, &Error{Status: http.StatusForbidden, Message: "Key " + p.Name + " may only read."}
+	}
+	return src, 37, nil
+}
 func (f *fake) SignIn(secret string) (Principal, bool) {
 	p, ok := f.keys[secret]
 	return p, ok && !f.gone[p.ID]
@@ -70,7 +147,7 @@ func (f *fake) Principal(id string) (Principal, bool) {
 	return Principal{}, false
 }
 func (f *fake) Features() Features {
-	return Features{Docs: true, Jobs: true, URLs: true, Crawl: true, Writes: true, Audit: true, MaxFileBytes: 50 << 20, Tools: []string{"search_docs", "get_chunk"}}
+	return Features{Docs: true, Jobs: true, URLs: true, Crawl: true, Writes: true, Audit: true, Keys: !f.noKeys, MaxFileBytes: 50 << 20, Tools: []string{"search_docs", "get_chunk"}}
 }
 func (f *fake) OriginAllowed(origin string) bool { return slices.Contains(f.origins, origin) }
 
@@ -123,6 +200,11 @@ func (f *fake) DeleteFile(_ context.Context, p Principal, id string) (File, erro
 }
 func (f *fake) Jobs(_ context.Context, p Principal, q JobQuery) (JobPage, error) {
 	var out JobPage
+	if q.Source != "" {
+		out.Jobs = []Job{{ID: "j7", Conversation: "c-main", Kind: "sync", Status: "succeeded", Total: 30, Done: 30, Ready: 30, Submitted: true,
+			Counts: map[string]int{"fetched": 42, "queued": 0, "added": 3, "updated": 1, "unchanged": 26}, Skipped: map[string]int{"robots.txt": 3}}}
+		return out, nil
+	}
 	for _, id := range []string{"j1", "j2"} {
 		j := f.jobs[id]
 		if allows(p, j.Conversation) && (!q.Active || !j.Final()) && (!q.Ended || j.Final()) {
@@ -150,16 +232,20 @@ func (f *fake) CancelJob(ctx context.Context, p Principal, id string) (Job, erro
 	f.jobs[id] = j
 	return j, nil
 }
-func (f *fake) AddURL(_ context.Context, p Principal, conv, u string, crawl bool) (Job, error) {
+func (f *fake) AddURL(_ context.Context, p Principal, conv, u string, crawl *CrawlOptions) (Job, error) {
 	if err := forbidden(p, conv); err != nil {
 		return Job{}, err
 	}
 	j := Job{ID: "j3", Conversation: conv, Kind: "url", Status: "queued", What: u}
+	if crawl != nil {
+		j.Kind = "crawl"
+	}
 	f.jobs["j3"] = j
 	return j, nil
 }
-func (f *fake) Upload(w http.ResponseWriter, r *http.Request, p Principal, conv string) {
+func (f *fake) Upload(w http.ResponseWriter, r *http.Request, p Principal, conv string) UploadResult {
 	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": "j4", "conversation": conv})
+	return UploadResult{Status: http.StatusAccepted, JobID: "j4", Files: []UploadedFile{{ID: "f9", Name: "new.pdf", Result: "accepted"}}}
 }
 func (f *fake) Call(_ context.Context, p Principal, tool string, args map[string]any) (ToolCall, error) {
 	f.calls = append(f.calls, tool)
@@ -477,13 +563,13 @@ func TestPages(t *testing.T) {
 			"https://example.com/broken.docx", "120.6 KiB", `aria-label="Delete report.pdf"`, "https://docs.example.com/", "3 added, 1 updated"}, nil},
 		{"/ui/conversations/c-empty", []string{"No documents yet", "mcpsearch ingest --conversation c-empty"}, nil},
 		{"/ui/add?conversation=c-main", []string{`value="c-main"`, "Drag files here", `<option value="c-tenant">`}, nil},
-		{"/ui/jobs", []string{"1 of 4 files, 3 chunks", `value="25"`, `action="/ui/jobs/j1/cancel"`, "No job is running"[:0]}, nil},
+		{"/ui/jobs", []string{"4 files: 1 stored, 3 processing; 3 chunks", `value="25"`, `action="/ui/jobs/j1/cancel"`, "No job is running"[:0]}, nil},
 		{"/ui/jobs/j2", []string{"succeeded", "c-tenant"}, []string{"/cancel"}},
 		{"/ui/search?conversation=c-main&q=pilots", []string{"report.pdf</strong>, page 2", ">OCR<", "score 0.8000", "&lt;b&gt;412&lt;/b&gt;",
-			"&#34;search_docs&#34;", "/ui/chunks/ch1?"}, []string{"<b>412</b>"}},
+			"&#34;search_docs&#34;", "/ui/chunks/ch1?", "Similarity</strong> is the passage", "least similarity"}, []string{"<b>412</b>", "hit=", "412+kroner"}},
 		{"/ui/search?conversation=c-empty&q=pilots", []string{"No passage found", "No passages found for"}, nil},
 		{"/ui/search?conversation=c-main&q=x&top_k=many", []string{"top_k must be a whole number"}, nil},
-		{"/ui/chunks/ch1?hit=The+harbour+pilots+charge+412+kroner.&back=/ui/search%3Fq%3Dx", []string{"<mark>The harbour pilots charge 412 kroner.</mark>",
+		{"/ui/chunks/ch1?back=/ui/search%3Fq%3Dx", []string{"<mark>The harbour pilots charge 412 kroner.</mark>",
 			"Before. ", `href="/ui/search?q=x"`, "3 chunks merged"}, nil},
 		{"/ui/chunks/ch1?back=https://evil.example/", []string{`href="/ui/"`}, []string{"evil.example"}},
 		{"/ui/audit", []string{"RATE_LIMITED", "rate limit of search_docs exceeded", "12 ms", "&#34;query&#34;"}, nil},
@@ -598,26 +684,62 @@ func TestAddURLAndJobJSON(t *testing.T) {
 		t.Fatalf("add URL without a conversation: %d %s", rec.Code, rec.Body.String())
 	}
 	rec = c.get("/ui/api/jobs/j1")
-	if err := json.Unmarshal(rec.Body.Bytes(), &j); err != nil || j.Percent != 25 || j.Progress != "1 of 4 files, 3 chunks" {
+	if err := json.Unmarshal(rec.Body.Bytes(), &j); err != nil || j.Percent != 25 || j.Files != "4 files: 1 stored, 3 processing; 3 chunks" || j.Tone != "running" {
 		t.Fatalf("job JSON: %s", rec.Body.String())
 	}
 }
 
-func TestJobPercent(t *testing.T) {
+// TestJobTellsTheTruth: a job's bar, colour and words say what happened:
+// a crawl under way has no percentage to claim, a failed job is never a
+// full bar of the running colour, a job that lost files says how many, a
+// duplicate is named as such, and a cancelled job shows how far it got.
+func TestJobTellsTheTruth(t *testing.T) {
 	tests := []struct {
-		j    Job
-		want int
+		name          string
+		j             Job
+		percent       int
+		indeterminate bool
+		tone, outcome string
+		files, pages  string
 	}{
-		{Job{Status: "queued"}, 0},
-		{Job{Status: "running", Total: 4, Done: 1, Submitted: true}, 25},
-		{Job{Status: "running", Total: 2, Done: 2}, 95},
-		{Job{Status: "running", Total: 2, Done: 2, Submitted: true}, 100},
-		{Job{Status: "cancelled", Total: 4, Done: 1}, 100},
+		{"queued", Job{Kind: "upload", Status: "queued"}, 0, false, "queued", "queued", "waiting for its files", ""},
+		{"uploading", Job{Kind: "upload", Status: "running", Total: 4, Done: 1, Ready: 1, Processing: 3, Chunks: 3, Submitted: true},
+			25, false, "running", "running", "4 files: 1 stored, 3 processing; 3 chunks", ""},
+		{"more to come", Job{Kind: "archive", Status: "running", Total: 2, Done: 2, Ready: 2, Chunks: 4}, 95, false, "running", "running",
+			"2 files so far: 2 stored; 4 chunks", ""},
+		{"fetching", Job{Kind: "url", Status: "running"}, 0, true, "running", "running", "waiting for its files", ""},
+		{"crawling", Job{Kind: "crawl", Status: "running", Total: 38, Done: 30, Ready: 30, Processing: 8, Chunks: 120,
+			Counts: map[string]int{"fetched": 42, "queued": 17, "added": 30}, Skipped: map[string]int{"robots.txt": 3}},
+			0, true, "running", "running", "38 files so far: 30 stored, 8 processing; 120 chunks",
+			"42 pages fetched, 17 queued, 30 stored (30 added, 0 updated, 0 removed, 0 unchanged); 3 skipped"},
+		{"succeeded", Job{Kind: "upload", Status: "succeeded", Total: 6, Done: 6, Ready: 6, Chunks: 60, Submitted: true},
+			100, false, "ok", "succeeded", "6 files: 6 stored; 60 chunks", ""},
+		{"files lost", Job{Kind: "upload", Status: "succeeded", Total: 6, Done: 6, Ready: 4, Failed: 1, Refused: 1, Chunks: 40, Submitted: true},
+			100, false, "partial", "succeeded, 2 of 6 files failed", "6 files: 4 stored, 1 failed, 1 refused; 40 chunks", ""},
+		{"duplicate", Job{Kind: "upload", Status: "succeeded", Total: 1, Done: 1, Duplicates: 1, Submitted: true},
+			100, false, "ok", "succeeded: nothing new, 1 duplicate", "1 file: 1 duplicate of a file already there", ""},
+		{"failed", Job{Kind: "url", Status: "failed", Error: "fetch: 404"}, 0, false, "failed", "failed", "no files", ""},
+		{"every file failed", Job{Kind: "upload", Status: "failed", Total: 2, Done: 2, Failed: 1, Refused: 1, Submitted: true}, 0, false, "failed", "failed",
+			"2 files: 1 failed, 1 refused", ""},
+		{"cancelled", Job{Kind: "upload", Status: "cancelled", Total: 4, Done: 1, Ready: 1, Chunks: 2, Submitted: true},
+			25, false, "cancelled", "cancelled", "4 files: 1 stored; 2 chunks", ""},
 	}
 	for _, tt := range tests {
-		if got := tt.j.Percent(); got != tt.want {
-			t.Errorf("%+v: %d%%, want %d%%", tt.j, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			j := tt.j
+			if got := [2]any{j.Percent(), j.Indeterminate()}; got != [2]any{tt.percent, tt.indeterminate} {
+				t.Errorf("bar %v, want %d%% indeterminate %v", got, tt.percent, tt.indeterminate)
+			}
+			if j.Tone() != tt.tone || j.Outcome() != tt.outcome {
+				t.Errorf("tone %q outcome %q, want %q %q", j.Tone(), j.Outcome(), tt.tone, tt.outcome)
+			}
+			if j.Files() != tt.files || j.Pages() != tt.pages {
+				t.Errorf("files %q pages %q, want %q %q", j.Files(), j.Pages(), tt.files, tt.pages)
+			}
+			if j.Final() && j.Tone() == "running" {
+				t.Error("an ended job in the running colour")
+			}
+		})
 	}
 }
 

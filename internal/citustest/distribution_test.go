@@ -96,6 +96,7 @@ var tables = map[string]string{
 	"vector_indexes":      "reference",
 	"conversation_keys":   "reference",
 	"chat_mcp_tool_calls": "distributed by id",
+	"ui_signouts":         "distributed by session_id",
 	"schema_migrations":   "coordinator",
 	"rate_limit_buckets":  "coordinator",
 }

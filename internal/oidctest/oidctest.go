@@ -68,6 +68,9 @@ type Options struct {
 	Algorithm string
 	// TokenLifetime is how long an access token lasts (default 5 minutes).
 	TokenLifetime time.Duration
+	// IntrospectionWithoutAudience leaves aud out of introspection
+	// answers, as RFC 7662 allows and some providers do.
+	IntrospectionWithoutAudience bool
 }
 
 // Mode is how the provider answers.
@@ -155,6 +158,19 @@ func New(t testing.TB, opts Options) *Provider {
 	return p
 }
 
+// AddWebClient registers a confidential web application, id with secret,
+// whose authorizations return to redirect: a server-side client such as a
+// web page that signs its users in (authorization code with PKCE, the
+// secret at the token endpoint). Its ID tokens name it as their audience
+// besides any resource it asks for, and its access tokens are JWTs, or
+// opaque ones with Options.Opaque.
+func (p *Provider) AddWebClient(id, secret, redirect string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	p.st.clients[id] = &client{id: id, secret: secret, redirects: []string{redirect}, issuer: p.URL, web: true,
+		tokenType: map[bool]op.AccessTokenType{false: op.AccessTokenTypeJWT, true: op.AccessTokenTypeBearer}[p.st.opts.Opaque]}
+}
+
 // SetMode makes the provider answer, fail or hang.
 func (p *Provider) SetMode(m Mode) { p.mode.Store(int32(m)) }
 
@@ -171,6 +187,16 @@ func (p *Provider) AddUser(subject string, conversations []string) {
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
 	p.st.users[subject] = &user{subject: subject, conversations: conversations}
+}
+
+// LimitScopes grants subject's tokens only these of the scopes a client
+// asks for: a user the provider does not let write, say.
+func (p *Provider) LimitScopes(subject string, scopes ...string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	if u, ok := p.st.users[subject]; ok {
+		u.scopes = append([]string{}, scopes...)
+	}
 }
 
 // SignInAs makes subject the user of the next authorizations.

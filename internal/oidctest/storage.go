@@ -32,6 +32,24 @@ type storage struct {
 type user struct {
 	subject       string
 	conversations []string
+	// scopes, when not nil, are the only scopes the user's tokens carry.
+	scopes []string
+}
+
+// granted are the scopes of asked that subject's tokens carry; s.mu is
+// held.
+func (s *storage) granted(subject string, asked []string) []string {
+	u, ok := s.users[subject]
+	if !ok || u.scopes == nil {
+		return asked
+	}
+	var out []string
+	for _, sc := range asked {
+		if slices.Contains(u.scopes, sc) || sc == "openid" {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // token is an access token the provider issued.
@@ -63,8 +81,11 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	defer s.mu.Unlock()
 	r := &authRequest{id: uuid.NewString(), req: *req}
 	r.audience, _ = ctx.Value(resourceKey{}).([]string)
-	if len(r.audience) == 0 {
-		r.audience = []string{req.ClientID}
+	if c, ok := s.clients[req.ClientID]; len(r.audience) == 0 || (ok && c.web) {
+		// A web client's ID tokens must name it (OpenID Connect Core
+		// §3.1.3.7), and the library gives them the access token's
+		// audience.
+		r.audience = append(r.audience, req.ClientID)
 	}
 	s.requests[r.id] = r
 	return r, nil
@@ -111,7 +132,7 @@ func (s *storage) DeleteAuthRequest(_ context.Context, id string) error {
 func (s *storage) CreateAccessToken(_ context.Context, req op.TokenRequest) (string, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &token{subject: req.GetSubject(), audience: req.GetAudience(), scopes: req.GetScopes(),
+	t := &token{subject: req.GetSubject(), audience: req.GetAudience(), scopes: s.granted(req.GetSubject(), req.GetScopes()),
 		expiry: time.Now().Add(s.opts.TokenLifetime)}
 	if r, ok := req.(*authRequest); ok {
 		t.clientID = r.req.ClientID
@@ -197,6 +218,9 @@ func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.Intros
 	}
 	resp.Issuer, resp.Subject, resp.ClientID = s.issuer, t.subject, t.clientID
 	resp.Audience, resp.Scope = t.audience, t.scopes
+	if s.opts.IntrospectionWithoutAudience {
+		resp.Audience = nil
+	}
 	resp.Expiration = oidc.FromTime(t.expiry)
 	resp.TokenType = oidc.BearerToken
 	resp.Claims = s.claimsOf(t.subject, t.scopes)
@@ -208,7 +232,7 @@ func (s *storage) SetIntrospectionFromToken(_ context.Context, resp *oidc.Intros
 func (s *storage) GetPrivateClaimsFromScopes(_ context.Context, userID, _ string, scopes []string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.claimsOf(userID, scopes), nil
+	return s.claimsOf(userID, s.granted(userID, scopes)), nil
 }
 
 // claimsOf are the claims beyond the standard ones of a token; s.mu is
@@ -270,6 +294,10 @@ type client struct {
 	secret    string
 	redirects []string
 	native    bool
+	// web marks a confidential web application (AddWebClient): its
+	// redirect may be http on loopback, as the library allows in
+	// development mode.
+	web       bool
 	issuer    string
 	tokenType op.AccessTokenType
 }
@@ -280,7 +308,7 @@ func (c *client) PostLogoutRedirectURIs() []string     { return nil }
 func (c *client) LoginURL(id string) string            { return c.issuer + "/login?id=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType  { return c.tokenType }
 func (c *client) IDTokenLifetime() time.Duration       { return 5 * time.Minute }
-func (c *client) DevMode() bool                        { return false }
+func (c *client) DevMode() bool                        { return c.web }
 func (c *client) IsScopeAllowed(string) bool           { return true }
 func (c *client) IDTokenUserinfoClaimsAssertion() bool { return false }
 func (c *client) ClockSkew() time.Duration             { return 0 }

@@ -18,6 +18,8 @@
 -- The audit table is distributed by its id: each call's row goes to any
 -- shard, so writes spread over the workers. Its queries (by conversation,
 -- by time) ask every shard; it is read by operators, not on the hot path.
+-- The web page's sign-outs are distributed by their session id: each is
+-- looked up by it, on one shard.
 -- schema_migrations and rate_limit_buckets stay on the coordinator.
 ALTER TABLE chunks DROP CONSTRAINT chunks_file_id_fkey;
 ALTER TABLE file_bytes DROP CONSTRAINT file_bytes_file_id_fkey;
@@ -43,3 +45,4 @@ ALTER TABLE file_bytes ADD FOREIGN KEY (conversation_id, file_id) REFERENCES fil
 SELECT create_reference_table('vector_indexes');
 SELECT create_reference_table('conversation_keys');
 SELECT create_distributed_table('chat_mcp_tool_calls', 'id');
+SELECT create_distributed_table('ui_signouts', 'session_id');

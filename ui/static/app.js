@@ -33,33 +33,54 @@
     return e;
   }
 
-  function badge(status) {
-    return el("span", { class: "badge " + status }, status);
+  function badge(tone, text) {
+    return el("span", { class: "badge " + tone }, text);
   }
 
   // Job progress: every element with data-job whose job has not ended is
   // read again each second until it ends.
   const polling = new Set();
 
+  function setText(node, sel, text) {
+    const e = node.querySelector(sel);
+    if (e) e.textContent = text || "";
+  }
+
   function render(node, job) {
     const p = node.querySelector("progress");
     if (p) {
-      p.value = job.percent;
-      p.textContent = job.percent + "%";
+      // A bar without a value is one whose end cannot be told yet (a
+      // crawl finds its pages as it goes): it moves without claiming how
+      // far it is. Its colour says how the job stands or ended.
+      p.className = job.tone;
+      if (job.indeterminate) {
+        p.removeAttribute("value");
+        p.textContent = "";
+      } else {
+        p.value = job.percent;
+        p.textContent = job.percent + "%";
+      }
     }
-    const text = node.querySelector("[data-progress]");
-    if (text) text.textContent = job.progress;
+    setText(node, "[data-pages]", job.pages);
+    setText(node, "[data-files]", job.files);
     const st = node.querySelector("[data-status]");
-    if (st) st.replaceChildren(badge(job.status));
-    const err = node.querySelector("[data-error]");
-    if (err) err.textContent = job.error || "";
+    if (st) st.replaceChildren(badge(job.tone, job.outcome));
+    setText(node, "[data-error]", job.error);
+    const why = node.querySelector("[data-why]");
+    if (why) why.hidden = !job.error;
     if (job.final) {
       node.dataset.final = "true";
       node.querySelectorAll("form[data-cancel]").forEach(function (f) { f.remove(); });
       const fails = node.querySelector("[data-failures]");
       if (fails && job.failures) {
         fails.replaceChildren();
-        job.failures.forEach(function (f) { fails.appendChild(el("li", {}, f.FileName + ": " + f.Reason)); });
+        job.failures.forEach(function (f) {
+          const li = el("li", {});
+          li.append(el("strong", {}, f.FileName), ": " + f.Reason);
+          fails.appendChild(li);
+        });
+        const h = node.querySelector("[data-failures-h]");
+        if (h) h.hidden = job.failures.length === 0;
       }
     }
   }
@@ -111,14 +132,24 @@
     const head = el("div", { class: "head" });
     const name = el("span", { class: "name" }, title);
     const st = el("span", { "data-status": "" });
-    st.appendChild(badge("uploading"));
+    st.appendChild(badge("running", "uploading"));
     head.append(name, st);
-    const p = el("progress", { max: "100", "aria-label": "Progress of " + title });
+    const p = el("progress", { max: "100", "aria-label": "Progress of " + title, class: "running" });
     p.value = 0;
-    li.append(head, p, el("div", { class: "sub", "data-progress": "" }, "starting"), el("div", { class: "sub error-text", "data-error": "" }),
-      el("ul", { class: "failures sub", "data-failures": "" }));
+    li.append(head, p, el("div", { class: "sub", "data-pages": "" }), el("div", { class: "sub", "data-files": "" }, "starting"),
+      el("div", { class: "sub error-text", "data-error": "" }), el("ul", { class: "failures sub", "data-failures": "" }));
     list.prepend(li);
     return li;
+  }
+
+  // failed shows a card's request as refused, in words.
+  function failed(li, text) {
+    li.querySelector("[data-status]").replaceChildren(badge("failed", "failed"));
+    const p = li.querySelector("progress");
+    p.className = "failed";
+    p.value = 0;
+    setText(li, "[data-files]", "");
+    setText(li, "[data-error]", text);
   }
 
   // attach makes a card follow job.
@@ -141,7 +172,9 @@
     return v;
   }
 
-  function upload(files) {
+  // upload sends files to where the drop zone says: a conversation's
+  // files, or a failed file's retry.
+  function upload(files, zone) {
     const conv = conversation();
     if (!conv || files.length === 0) return;
     const names = Array.from(files).map(function (f) { return f.name; });
@@ -149,34 +182,33 @@
     const form = new FormData();
     Array.from(files).forEach(function (f) { form.append("file", f, f.name); });
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", "/ui/conversations/" + encodeURIComponent(conv) + "/files");
+    xhr.open("POST", zone.dataset.action || "/ui/conversations/" + encodeURIComponent(conv) + "/files");
     xhr.setRequestHeader("X-CSRF-Token", csrf);
     xhr.setRequestHeader("Accept", "application/json");
     xhr.upload.onprogress = function (e) {
       if (e.lengthComputable) {
-        li.querySelector("[data-progress]").textContent = "uploading " + Math.round(e.loaded * 100 / e.total) + "%";
+        setText(li, "[data-files]", "uploading " + Math.round(e.loaded * 100 / e.total) + "%");
       }
     };
     xhr.onload = function () {
       let body = null;
       try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
-      const refused = body && body.files ? body.files.filter(function (f) { return f.result === "refused"; }) : [];
+      const files = body && body.files ? body.files : [];
       const fails = li.querySelector("[data-failures]");
-      refused.forEach(function (f) {
-        fails.appendChild(el("li", {}, (f.file_name || "a file") + ": " + (f.refusal ? f.refusal.message : "refused")));
+      files.forEach(function (f) {
+        if (f.result === "refused") {
+          fails.appendChild(el("li", {}, (f.file_name || "a file") + ": " + (f.refusal ? f.refusal.message : "refused")));
+        } else if (f.result === "duplicate") {
+          fails.appendChild(el("li", {}, (f.file_name || "a file") + ": already in the conversation, not stored again (a duplicate)"));
+        }
       });
       if (body && body.job_id) {
         attach(li, { id: body.job_id });
         return;
       }
-      li.querySelector("[data-status]").replaceChildren(badge("failed"));
-      li.querySelector("[data-progress]").textContent = "";
-      li.querySelector("[data-error]").textContent = message(body, xhr.status);
+      failed(li, message(body, xhr.status));
     };
-    xhr.onerror = function () {
-      li.querySelector("[data-status]").replaceChildren(badge("failed"));
-      li.querySelector("[data-error]").textContent = message(null, 0);
-    };
+    xhr.onerror = function () { failed(li, message(null, 0)); };
     xhr.send(form);
   }
 
@@ -190,11 +222,11 @@
     });
     zone.addEventListener("drop", function (e) {
       e.preventDefault();
-      if (e.dataTransfer && e.dataTransfer.files.length) upload(e.dataTransfer.files);
+      if (e.dataTransfer && e.dataTransfer.files.length) upload(e.dataTransfer.files, zone);
     });
     if (input) {
       input.addEventListener("change", function () {
-        upload(input.files);
+        upload(input.files, zone);
         input.value = "";
       });
     }
@@ -210,22 +242,28 @@
       data.set("conversation", conv);
       const title = (data.get("crawl") ? "crawl " : "") + data.get("url");
       const li = jobCard(title);
-      li.querySelector("[data-progress]").textContent = "sending";
+      setText(li, "[data-files]", "sending");
       fetch(form.action, { method: "POST", body: new URLSearchParams(data), credentials: "same-origin",
         headers: { Accept: "application/json", "X-CSRF-Token": csrf } })
         .then(function (r) { return r.json().then(function (b) { return { ok: r.ok, status: r.status, body: b }; }); })
         .then(function (res) {
           if (!res.ok) {
-            li.querySelector("[data-status]").replaceChildren(badge("failed"));
-            li.querySelector("[data-progress]").textContent = "";
-            li.querySelector("[data-error]").textContent = message(res.body, res.status);
+            failed(li, message(res.body, res.status));
             return;
           }
           form.querySelector('input[name="url"]').value = "";
           attach(li, res.body);
         })
-        .catch(function () { li.querySelector("[data-error]").textContent = message(null, 0); });
+        .catch(function () { failed(li, message(null, 0)); });
     });
+    // The crawl's options show when a crawl is asked for.
+    const crawl = form.querySelector("#crawl");
+    const options = form.querySelector("#crawl-options");
+    if (crawl && options) {
+      const sync = function () { options.hidden = !crawl.checked; options.disabled = !crawl.checked; };
+      crawl.addEventListener("change", sync);
+      sync();
+    }
   }
 
   // Cancel buttons cancel in place.
