@@ -180,10 +180,13 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	page, err := htmlmd.ConvertBytes(ctx, body, htmlmd.Options{Base: pageURL, Main: true})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, htmlmd.ErrTooLarge):
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	default:
 		return fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	d.Title, d.Content = page.Title, page.Markdown

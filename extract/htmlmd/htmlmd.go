@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strconv"
@@ -26,6 +27,11 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
+
+// maxMarks bounds the marks a line repeats for nesting (list indents,
+// quote marks): a page nesting 500 quotes around every line would otherwise
+// write 1,000 bytes a line.
+const maxMarks = 8
 
 // MaxDepth bounds the elements open at once; past it, an element closes the
 // innermost one before it opens, as browsers do, so that a page of a
@@ -61,16 +67,43 @@ func Convert(ctx context.Context, r io.Reader, opts Options) (*Page, error) {
 	return ConvertBytes(ctx, body, opts)
 }
 
-// ConvertBytes is Convert of a page held in memory.
+// ErrTooLarge means the page's Markdown would be more than MaxGrowth times
+// its size, which only a page built to make it so asks for.
+var ErrTooLarge = errors.New("htmlmd: the page's Markdown is too large")
+
+// MaxGrowth bounds the Markdown of a page of n bytes to MaxGrowth*n plus
+// 64 KiB: links made absolute and table cells' marks make it longer than
+// the page at most a few times.
+const MaxGrowth = 4
+
+// ConvertBytes is Convert of a page held in memory. It fails only when ctx
+// ends or with ErrTooLarge.
 func ConvertBytes(ctx context.Context, body []byte, opts Options) (*Page, error) {
-	c := &converter{opts: opts, out: make([]byte, 0, len(body)/3)}
+	sc := wholePage
 	if opts.Main {
-		c.scope = mainScope(body)
+		sc = mainScope(body)
 	}
+	p, err := convert(ctx, body, opts, sc)
+	if err == nil && sc != wholePage && strings.TrimSpace(p.Markdown) == "" {
+		// The page said main or article somewhere no element is (in a
+		// script, a comment or its text): its content without its
+		// furniture.
+		p, err = convert(ctx, body, opts, wholePage)
+	}
+	return p, err
+}
+
+func convert(ctx context.Context, body []byte, opts Options, sc scope) (*Page, error) {
+	c := &converter{opts: opts, scope: sc, out: make([]byte, 0, len(body)/3), max: MaxGrowth*len(body) + 64<<10}
 	z := html.NewTokenizer(bytes.NewReader(body))
 	for n := 0; ; n++ {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if c.over() {
+				return nil, fmt.Errorf("%w: over %d times the page's %d bytes", ErrTooLarge, MaxGrowth, len(body))
+			}
 		}
 		tt := z.Next()
 		switch tt {
@@ -79,6 +112,9 @@ func ConvertBytes(ctx context.Context, body []byte, opts Options) (*Page, error)
 				return nil, err
 			}
 			c.endAll()
+			if c.over() {
+				return nil, fmt.Errorf("%w: over %d times the page's %d bytes", ErrTooLarge, MaxGrowth, len(body))
+			}
 			md := c.markdown()
 			if opts.Main {
 				md = dropLinkBlocks(md)
@@ -109,6 +145,10 @@ const (
 // <article>, in the page's bytes.
 func mainScope(body []byte) scope {
 	articles := 0
+	// What a script or a comment says is not the page's structure; a
+	// mention in the text (role="main" in a tutorial) falls back to the
+	// whole page when no element matches (see ConvertBytes).
+	body = stripScriptsAndComments(body)
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
 		case '<':
@@ -129,6 +169,51 @@ func mainScope(body []byte) scope {
 	}
 	return wholePage
 }
+
+// stripScriptsAndComments returns body without its comments, scripts and
+// styles, or body itself when it has none.
+func stripScriptsAndComments(body []byte) []byte {
+	if !bytes.Contains(body, []byte("<!--")) && !containsFold(body, "<script") && !containsFold(body, "<style") {
+		return body
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); {
+		switch {
+		case bytes.HasPrefix(body[i:], []byte("<!--")):
+			end := bytes.Index(body[i+4:], []byte("-->"))
+			if end < 0 {
+				return out
+			}
+			i += 4 + end + 3
+		case hasPrefixFold(body[i:], "<script") || hasPrefixFold(body[i:], "<style"):
+			closing := "</script"
+			if hasPrefixFold(body[i:], "<style") {
+				closing = "</style"
+			}
+			end := indexFold(body[i+1:], closing)
+			if end < 0 {
+				return out
+			}
+			i += 1 + end + len(closing)
+		default:
+			out = append(out, body[i])
+			i++
+		}
+	}
+	return out
+}
+
+// indexFold is the index of the lowercase ASCII s in b, in any case, or -1.
+func indexFold(b []byte, s string) int {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if (b[i] == s[0] || b[i]+'a'-'A' == s[0]) && hasPrefixFold(b[i:], s) {
+			return i
+		}
+	}
+	return -1
+}
+
+func containsFold(b []byte, s string) bool { return indexFold(b, s) >= 0 }
 
 // hasPrefixFold reports whether b begins with the lowercase ASCII prefix,
 // in any case.
@@ -169,6 +254,9 @@ type element struct {
 	mark   string
 	// items counts the items of an ordered list.
 	items int
+	// table: the element opened a table the converter reads (or one
+	// flattened into its cell), which its end closes.
+	table bool
 	// list is the list marker of an item.
 	ordered bool
 }
@@ -200,6 +288,22 @@ type converter struct {
 	// fresh is where the output ends right after a list marker: a block
 	// starting there (a paragraph in an item) needs no break.
 	fresh int
+	// max bounds the output and what a table being read holds.
+	max int
+}
+
+// over reports whether the output, or the table being read, passed max.
+func (c *converter) over() bool {
+	n := len(c.out)
+	if t := c.table; t != nil {
+		n += len(t.cell)
+		for _, r := range t.rows {
+			for _, cell := range r {
+				n += len(cell) + 3
+			}
+		}
+	}
+	return n > c.max
 }
 
 // table is a table being read.
@@ -236,7 +340,8 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 	}
 	switch a {
 	case atom.Title:
-		c.inTitle = !selfClosing && c.title.Len() == 0
+		// The page's title, not an SVG image's.
+		c.inTitle = !selfClosing && c.title.Len() == 0 && c.innermost(atom.Svg) < 0
 		return
 	case atom.Br:
 		if c.writing() {
@@ -261,7 +366,10 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 		c.pop()
 	}
 	e := element{a: a, name: string(name)}
-	if c.opts.Main && c.furniture(a, attrs) || dropped(a, attrs) {
+	// Furniture is looked for where text is written: outside the main
+	// element nothing is, and a wrapper of it whose class says "nav" (as
+	// some themes' do) must not hide it.
+	if c.opts.Main && (c.scope == wholePage || c.mains > 0) && c.furniture(a, attrs) || dropped(a, attrs) {
 		e.skip = true
 		c.skipping++
 	}
@@ -274,6 +382,11 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 	top := &c.stack[len(c.stack)-1]
 	if !c.writing() {
 		return
+	}
+	if t := c.table; t != nil && c.inner == 0 && t.inCell && layoutBlock(a) {
+		// A heading in a cell: the table lays the page out, it is not
+		// data. Its cells are written as the page's text.
+		c.unTable()
 	}
 	switch a {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
@@ -302,7 +415,7 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 			c.stack[p].items++
 			marker = strconv.Itoa(c.stack[p].items) + ". "
 		}
-		c.write(strings.Repeat("  ", max(c.lists-1, 0)) + marker)
+		c.write(strings.Repeat("  ", min(max(c.lists-1, 0), maxMarks)) + marker)
 		c.space, c.fresh = false, len(c.out)
 	case atom.Pre:
 		if c.table != nil {
@@ -314,6 +427,7 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 		c.pre++
 		c.breaks, c.space = 0, false
 	case atom.Table:
+		top.table = true
 		if c.table != nil {
 			c.inner++
 			c.space = true
@@ -322,12 +436,18 @@ func (c *converter) start(z *html.Tokenizer, selfClosing bool) {
 		c.block(2)
 		c.table = &table{}
 	case atom.Tr:
-		if c.table != nil && c.inner == 0 {
+		if c.table == nil {
+			// A row of a layout table.
+			c.block(2)
+		} else if c.inner == 0 {
 			c.table.endRow()
 		}
 		c.space = true
 	case atom.Td, atom.Th:
 		c.space = true
+		if c.table == nil {
+			c.block(2)
+		}
 		if t := c.table; t != nil && c.inner == 0 {
 			t.endCell()
 			t.inCell = true
@@ -450,7 +570,10 @@ func (c *converter) pop() {
 		}
 	}()
 	if !writing {
-		if e.a == atom.Table && c.table != nil && !e.skip {
+		// A table opened while writing closes when its element does,
+		// written or not; one opened in a part not written was never
+		// read.
+		if e.table {
 			c.popTable()
 		}
 		return
@@ -487,7 +610,9 @@ func (c *converter) pop() {
 		c.out = append(c.out, "```"...)
 		c.breaks, c.space = 2, false
 	case atom.Table:
-		c.popTable()
+		if e.table {
+			c.popTable()
+		}
 	case atom.Td, atom.Th:
 		if t := c.table; t != nil && c.inner == 0 {
 			t.endCell()
@@ -519,9 +644,40 @@ func (c *converter) pop() {
 	}
 }
 
+// layoutBlock reports whether an element in a table cell makes the table a
+// layout rather than data: a heading (data tables hold paragraphs, lists
+// and code in their cells, not headings).
+func layoutBlock(a atom.Atom) bool {
+	switch a {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		return true
+	}
+	return false
+}
+
+// unTable turns the table being read into text: the cells read so far are
+// paragraphs, and the rest of the table is written as the page's text.
+func (c *converter) unTable() {
+	t := c.table
+	c.table = nil
+	t.endCell()
+	for _, row := range append(t.rows, t.row) {
+		for _, cell := range row {
+			if cell = strings.ReplaceAll(cell, `\|`, "|"); cell != "" {
+				c.block(2)
+				c.write(cell)
+			}
+		}
+	}
+	c.block(2)
+}
+
 // popTable ends the innermost table: an inner one's text is already in the
 // outer table's cell; the outer one is written.
 func (c *converter) popTable() {
+	if c.table == nil {
+		return
+	}
 	if c.inner > 0 {
 		c.inner--
 		c.space = true
@@ -534,29 +690,25 @@ func (c *converter) popTable() {
 // the header, each cell on one line.
 func (c *converter) flushTable() {
 	t := c.table
+	if t == nil {
+		return
+	}
 	c.table = nil
 	t.endRow()
 	if len(t.rows) == 0 {
 		return
 	}
-	cols := 0
-	for _, r := range t.rows {
-		cols = max(cols, len(r))
-	}
-	if cols == 0 {
-		return
-	}
+	// Rows are written with their own cells, not padded to the widest
+	// row: a table of one wide row would otherwise cost rows times
+	// columns. The header's width makes the delimiter row.
+	cols := len(t.rows[0])
 	c.block(2)
 	if c.breaks > 0 {
 		c.flushBreaks()
 	}
 	writeRow := func(r []string) {
 		c.out = append(c.out, '|')
-		for i := range cols {
-			cell := ""
-			if i < len(r) {
-				cell = r[i]
-			}
+		for _, cell := range r {
 			c.out = append(c.out, ' ')
 			c.out = append(c.out, cell...)
 			c.out = append(c.out, " |"...)
@@ -622,6 +774,11 @@ func (c *converter) text(raw []byte) {
 				c.writeBytes(spaceByte)
 			}
 			c.space = false
+			if c.atLineStart() && markdownMark(raw[:i]) {
+				// Text that would read as a heading, a table row, a
+				// quote or a code fence is escaped as text.
+				c.writeBytes([]byte{'\\'})
+			}
 			c.writeBytes(raw[:i])
 			raw = raw[i:]
 			continue
@@ -635,6 +792,24 @@ func (c *converter) text(raw []byte) {
 }
 
 var spaceByte = []byte{' '}
+
+// atLineStart reports whether the next text begins a line of the output.
+func (c *converter) atLineStart() bool {
+	if c.table != nil || c.pre > 0 {
+		return false
+	}
+	return c.breaks > 0 || len(c.out) == 0 || c.out[len(c.out)-1] == '\n'
+}
+
+// markdownMark reports whether a word beginning a line would be read as
+// Markdown's: a heading's #, a table's |, a quote's >, a code fence.
+func markdownMark(word []byte) bool {
+	switch word[0] {
+	case '#', '|', '>':
+		return true
+	}
+	return bytes.HasPrefix(word, []byte("```")) || bytes.HasPrefix(word, []byte("~~~"))
+}
 
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\f'
@@ -680,7 +855,7 @@ func (c *converter) flushBreaks() {
 		}
 	}
 	c.breaks = 0
-	for range c.quote {
+	for range min(c.quote, maxMarks) {
 		c.out = append(c.out, "> "...)
 	}
 	c.space = false
@@ -844,14 +1019,11 @@ func (c *converter) furniture(a atom.Atom, attrs map[string]string) bool {
 		return true
 	}
 	for _, key := range []string{"class", "id"} {
-		v := attrs[key]
-		if v == "" {
-			continue
-		}
-		for w := range strings.FieldsFuncSeq(strings.ToLower(v), func(r rune) bool {
-			return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
-		}) {
-			if furnitureWords[w] {
+		for token := range strings.FieldsSeq(strings.ToLower(attrs[key])) {
+			// A token names furniture by its last word: site-nav,
+			// page_footer, sidebar; not wy-nav-content-wrap.
+			last := token[strings.LastIndexAny(token, "-_")+1:]
+			if furnitureWords[last] || furnitureWords[token] {
 				return true
 			}
 		}
@@ -882,6 +1054,9 @@ func dropLinkBlocks(md string) string {
 	return out.String()
 }
 
+// maxNavBlock bounds the bytes of a block that can be navigation.
+const maxNavBlock = 16 << 10
+
 // navWords are the words around the links of a navigation bar.
 var navWords = map[string]bool{
 	"next": true, "previous": true, "prev": true, "up": true, "home": true, "index": true, "contents": true,
@@ -893,7 +1068,9 @@ var navWords = map[string]bool{
 // least 60% of its text or no other words than navWords (Next, Previous,
 // Up, Home...).
 func linkBlock(block string) bool {
-	if strings.Count(block, "](") < 2 {
+	// A block of navigation is short: its links' targets make it longer
+	// than its text, but not past maxNavBlock.
+	if len(block) > maxNavBlock || strings.Count(block, "](") < 2 {
 		return false
 	}
 	links, linked, text := 0, 0, 0
@@ -906,9 +1083,14 @@ func linkBlock(block string) bool {
 		word = word[:0]
 	}
 	for i := 0; i < len(block); {
+		if text >= 400 {
+			return false
+		}
 		if block[i] == '[' {
-			if end := strings.Index(block[i:], "]("); end > 0 {
-				if close := strings.IndexByte(block[i+end:], ')'); close > 0 {
+			// A link's text is under 300 bytes, its target under 2,000:
+			// looking no further keeps the scan linear.
+			if end := strings.Index(block[i:min(len(block), i+300)], "]("); end > 0 {
+				if close := strings.IndexByte(block[i+end:min(len(block), i+end+2000)], ')'); close > 0 {
 					n := len(strings.TrimSpace(strings.Trim(block[i+1:i+end], "[]")))
 					if n > 0 {
 						links++

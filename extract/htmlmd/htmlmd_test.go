@@ -2,6 +2,7 @@ package htmlmd
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-func convert(t testing.TB, page string, opts Options) *Page {
+func convertPage(t testing.TB, page string, opts Options) *Page {
 	t.Helper()
 	p, err := ConvertBytes(context.Background(), []byte(page), opts)
 	if err != nil {
@@ -45,9 +46,13 @@ func TestConvertMarkdown(t *testing.T) {
 		{"dropped elements", `<p>keep</p><script>no()</script><style>.x{}</style><div hidden>no</div><p style="display: none">no</p><span aria-hidden="true">no</span><img src="a.png" alt="no"><button>no</button>`,
 			"keep"},
 		{"entities", `<p>a &lt;b&gt; &amp; c&nbsp;d</p>`, "a <b> & c\u00a0d"},
+		{"text that looks like Markdown", `<p># not a heading</p><p>| not | a row</p><p>&gt; no quote</p><p>` + "```" + `x</p>`,
+			"\\# not a heading\n\n\\| not | a row\n\n\\> no quote\n\n\\```x"},
+		{"a table in a hidden part of a table", `<table><tr><td>a<div hidden><table><tr><td>x</td></tr></table></div></td><td>b</td></tr></table><p>after</p>`,
+			"| a | b |\n|---|---|\n\nafter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := convert(t, "<html><body>"+tc.html+"</body></html>", Options{Base: base}).Markdown
+			got := convertPage(t, "<html><body>"+tc.html+"</body></html>", Options{Base: base}).Markdown
 			if got != tc.want {
 				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
 			}
@@ -70,7 +75,7 @@ func TestConvertMainContent(t *testing.T) {
 <div class="body"><h1>Content</h1><p>The text to read, with <a href="x.html">one link</a> in it.</p>
 <p>See <a href="a.html">A</a> and <a href="b.html">B</a> for the whole story of how this works and why.</p></div>
 <aside>ASIDE</aside><footer>FOOTER</footer></body></html>`
-	p := convert(t, page, Options{Main: true})
+	p := convertPage(t, page, Options{Main: true})
 	if p.Title != "The Page" {
 		t.Errorf("title %q", p.Title)
 	}
@@ -85,7 +90,7 @@ func TestConvertMainContent(t *testing.T) {
 		}
 	}
 	// The whole page keeps the furniture but scripts and hidden parts.
-	whole := convert(t, page, Options{}).Markdown
+	whole := convertPage(t, page, Options{}).Markdown
 	for _, kept := range []string{"NAV-HEADER", "SIDEBAR", "FOOTER", "Next page"} {
 		if !strings.Contains(whole, kept) {
 			t.Errorf("the whole page lacks %q", kept)
@@ -93,13 +98,22 @@ func TestConvertMainContent(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, page, want string }{
+		{"a sidebar cell holding a table", `<body><table><tr><td class="sidebar"><table><tr><td><a href="/">Home</a></td></tr></table></td><td><h1>Setup</h1><p>Run it.</p></td></tr></table></body>`,
+			"# Setup\n\nRun it."},
+		{"a layout table", `<body><table><tr><td>Logo</td><td><h2>Title</h2><p>One.</p><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table></td></tr></table></body>`,
+			"Logo\n\n## Title\n\nOne.\n\n| k | v |\n|---|---|\n| a | 1 |"},
+		{"a theme's wrappers named nav around role main", `<body><div class="wy-grid-for-nav"><nav class="wy-nav-side"><a href="a">Install</a></nav>` +
+			`<section class="wy-nav-content-wrap"><div class="wy-nav-content"><div role="main"><h1>Install</h1><p>Run the installer.</p></div></div></section></div></body>`,
+			"# Install\n\nRun the installer."},
+		{"main named only in a script", `<body><script>var s = "<main>";</script><nav>MENU</nav><p>The text.</p></body>`, "The text."},
+		{"role main named only in the text", `<body><nav>MENU</nav><p>Use role="main" on the content.</p></body>`, `Use role="main" on the content.`},
 		{"main element", `<body><p>OUTSIDE</p><main><p>inside</p></main><p>OUTSIDE</p></body>`, "inside"},
 		{"role main", `<body><p>OUTSIDE</p><div role='main'><p>inside</p></div></body>`, "inside"},
 		{"one article", `<body><p>OUTSIDE</p><article><header><h1>T</h1></header><p>inside</p></article></body>`, "# T\n\ninside"},
 		{"several articles are the page", `<body><p>intro</p><article>one</article><article>two</article></body>`, "intro\n\none\n\ntwo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := convert(t, tc.page, Options{Main: true}).Markdown; got != tc.want {
+			if got := convertPage(t, tc.page, Options{Main: true}).Markdown; got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -117,7 +131,7 @@ func TestConvertHostile(t *testing.T) {
 		"<table>" + strings.Repeat("<tr><td>c", 20000),
 		"<pre>" + strings.Repeat("code\n", 1000),
 	} {
-		p := convert(t, page, Options{Main: true})
+		p := convertPage(t, page, Options{Main: true})
 		if !utf8.ValidString(p.Markdown) {
 			t.Error("invalid UTF-8 out")
 		}
@@ -129,8 +143,37 @@ func TestConvertHostile(t *testing.T) {
 			c.pop()
 		}
 	}
-	if p := convert(t, strings.Repeat("<span>", 5*MaxDepth)+"x", Options{}); p.Markdown != "x" {
+	if p := convertPage(t, strings.Repeat("<span>", 5*MaxDepth)+"x", Options{}); p.Markdown != "x" {
 		t.Errorf("deep spans: %q", p.Markdown)
+	}
+}
+
+// TestConvertGrowth: pages built to make their Markdown much larger than
+// themselves (one wide row then many narrow ones, nesting repeated on every
+// line) stay within MaxGrowth of their size, or fail with ErrTooLarge.
+func TestConvertGrowth(t *testing.T) {
+	for _, page := range []string{
+		"<table><tr>" + strings.Repeat("<td>c", 2000) + strings.Repeat("<tr><td>x", 20000) + "</table>",
+		strings.Repeat("<blockquote>", 500) + strings.Repeat("<br>x", 20000),
+		strings.Repeat("<ul><li>", 500) + strings.Repeat("<li>x", 20000),
+		"<p>" + strings.Repeat("[", 200000) + "](](</p>",
+		strings.Repeat(`<a href="a">x</a>`, 50000),
+	} {
+		p, err := ConvertBytes(context.Background(), []byte(page), Options{Main: true, Base: &url.URL{Scheme: "https", Host: "docs.example", Path: "/a/very/long/path/to/make/links/grow/"}})
+		switch {
+		case errors.Is(err, ErrTooLarge):
+		case err != nil:
+			t.Fatal(err)
+		case len(p.Markdown) > MaxGrowth*len(page)+64<<10:
+			t.Errorf("%d bytes of Markdown from %d of HTML", len(p.Markdown), len(page))
+		}
+	}
+}
+
+func TestConvertTitle(t *testing.T) {
+	p := convertPage(t, `<body><svg><title>icon</title></svg><h1>Heading</h1></body>`, Options{})
+	if p.Title != "" {
+		t.Errorf("an SVG's title became the page's: %q", p.Title)
 	}
 }
 
@@ -145,13 +188,22 @@ func TestConvertCancelled(t *testing.T) {
 func FuzzConvert(f *testing.F) {
 	f.Add("<h1>a</h1><p>b <a href=x>c</a></p><table><tr><td>d</table><pre>e</pre>", true)
 	f.Add("<ul><li><p>x<li>y</ul><dl><dt>t<dd>d</dl>", false)
+	f.Add(`<table><tr><td class="sidebar"><table><tr><td>n</td></tr></table></td><td>c</td></tr></table>`, true)
+	f.Add(`<table><tr><td>a<div hidden><table><tr><td>x</td></tr></table></div></td></tr></table>`, false)
+	f.Add(`<script>"<main>"</script><div role='main'><blockquote><blockquote><p># h</p></blockquote></blockquote></div>`, true)
 	f.Fuzz(func(t *testing.T, page string, main bool) {
 		p, err := ConvertBytes(context.Background(), []byte(page), Options{Main: main})
+		if errors.Is(err, ErrTooLarge) {
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !utf8.ValidString(p.Markdown) {
 			t.Fatalf("invalid UTF-8 from %q", page)
+		}
+		if len(p.Markdown) > MaxGrowth*len(page)+64<<10 {
+			t.Fatalf("%d bytes of Markdown from %d of HTML", len(p.Markdown), len(page))
 		}
 	})
 }
