@@ -140,8 +140,17 @@ func (c *Client) Rerank(ctx context.Context, query string, texts []string) (scor
 	if err != nil {
 		return nil, fmt.Errorf("rerank: %w", err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
+	// late says why the answer did not come: the reranker's own time-out,
+	// or the end of the call it serves.
+	late := func(what string) error {
+		if parent.Err() != nil {
+			return fmt.Errorf("rerank: %s before the call's time ran out", what)
+		}
+		return fmt.Errorf("rerank: %s within %v", what, c.opts.Timeout)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.URL, bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("rerank: %w", err)
@@ -153,8 +162,8 @@ func (c *Client) Rerank(ctx context.Context, query string, texts []string) (scor
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("rerank: no answer within %v", c.opts.Timeout)
+		if ctx.Err() != nil {
+			return nil, late("no answer")
 		}
 		return nil, fmt.Errorf("rerank: %s unreachable: %w", redact(c.opts.URL), unwrapURL(err))
 	}
@@ -162,7 +171,7 @@ func (c *Client) Rerank(ctx context.Context, query string, texts []string) (scor
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("rerank: no whole answer within %v", c.opts.Timeout)
+			return nil, late("no whole answer")
 		}
 		return nil, fmt.Errorf("rerank: reading the answer: %w", err)
 	}
@@ -217,9 +226,9 @@ func parse(raw []byte, n int) ([]float64, error) {
 }
 
 func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
 	}
 	return s
 }

@@ -242,6 +242,10 @@ func isLabel(lines []string, i int) (string, bool) {
 	var parts []string
 	for _, line := range lines[i:end] {
 		t := strings.TrimSpace(line)
+		if len(t) > 400 {
+			// Longer than a label's words and a link or two can be.
+			return "", false
+		}
 		switch {
 		case strings.HasPrefix(t, "**"):
 			// Bold: a caption or a term.
@@ -266,6 +270,10 @@ func isLabel(lines []string, i int) (string, bool) {
 // atxHeading returns the level and text of a Markdown ATX heading line, or
 // level 0.
 func atxHeading(line string) (int, string) {
+	if len(line) > 400 {
+		// Text, not a heading: no heading is that long.
+		return 0, ""
+	}
 	level := 0
 	for level < len(line) && line[level] == '#' {
 		level++
@@ -373,9 +381,14 @@ func writeInline(b *strings.Builder, s string) int {
 
 // link parses "[text](target)" at the start of s, brackets nested one deep
 // in text, and returns text and what follows.
+//
+// It looks no further than a link's text and target can be long (the
+// Markdown fetch writes keeps both under these bounds), so that a line of
+// many "[" is read in linear time.
 func link(s string) (text, rest string, ok bool) {
+	const maxText, maxTarget = 300, 2000
 	depth := 0
-	for i := 1; i < len(s); i++ {
+	for i := 1; i < len(s) && i <= maxText; i++ {
 		switch s[i] {
 		case '[':
 			depth++
@@ -387,11 +400,21 @@ func link(s string) (text, rest string, ok bool) {
 			if i+1 >= len(s) || s[i+1] != '(' {
 				return "", "", false
 			}
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				return "", "", false
+			// The target ends at the ")" that balances its "(": a
+			// Wikipedia-style address holds parentheses of its own.
+			open := 0
+			for j := i + 2; j < len(s) && j <= i+2+maxTarget; j++ {
+				switch s[j] {
+				case '(':
+					open++
+				case ')':
+					if open == 0 {
+						return s[1:i], s[j+1:], true
+					}
+					open--
+				}
 			}
-			return s[1:i], s[i+2+end+1:], true
+			return "", "", false
 		}
 	}
 	return "", "", false

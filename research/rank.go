@@ -117,6 +117,10 @@ func (r Ranking) rank(ctx context.Context, query string, all []passage, max int)
 	if r.Reranker != nil {
 		if err := r.rerank(ctx, query, cands[:min(len(cands), RerankDepth)]); err != nil {
 			notes = append(notes, fmt.Sprintf("the reranker failed (%v): passages in their fused order", clip(err.Error(), 120)))
+		} else {
+			// The reranker's scores and the fused ones are not on one
+			// scale: only what it ordered is chosen from.
+			cands = cands[:min(len(cands), RerankDepth)]
 		}
 	}
 	return choose(cands, max), strings.Join(notes, "; ")

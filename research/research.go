@@ -177,16 +177,27 @@ func (r *Reader) Read(ctx context.Context, query string, sources []Source, max i
 	readCtx, stopReading := context.WithTimeout(ctx, r.opts.Timeout-r.rankingReserve())
 	defer stopReading()
 
+	// Each host's pages wait in the order of the results, read by at most
+	// PerHost workers: the first results of a site come first.
 	done := make(chan read, len(sources))
-	hosts := map[string]chan struct{}{}
+	queues := map[string][]int{}
+	var hosts []string
 	for i, src := range sources {
 		host := hostOf(src.URL)
-		sem, ok := hosts[host]
-		if !ok {
-			sem = make(chan struct{}, r.opts.PerHost)
-			hosts[host] = sem
+		if _, ok := queues[host]; !ok {
+			hosts = append(hosts, host)
 		}
-		go r.readOne(readCtx, i, src.URL, sem, done)
+		queues[host] = append(queues[host], i)
+	}
+	for _, host := range hosts {
+		q := make(chan int, len(queues[host]))
+		for _, i := range queues[host] {
+			q <- i
+		}
+		close(q)
+		for range min(r.opts.PerHost, len(queues[host])) {
+			go r.readQueue(readCtx, sources, q, done)
+		}
 	}
 
 	pages := make([]Page, len(sources))
@@ -278,17 +289,22 @@ func (r *Reader) rankingReserve() time.Duration {
 	return reserve
 }
 
-// readOne reads one page once its host has a free place, and sends what
-// became of it to done. A panic while converting the page fails the page,
-// not the process.
-func (r *Reader) readOne(ctx context.Context, i int, rawURL string, sem chan struct{}, done chan<- read) {
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		done <- read{i: i, err: ctx.Err()}
-		return
+// readQueue reads the pages of one host's queue in turn, and sends what
+// became of each to done; once ctx ends, the pages left are sent as its
+// error.
+func (r *Reader) readQueue(ctx context.Context, sources []Source, q <-chan int, done chan<- read) {
+	for i := range q {
+		if err := ctx.Err(); err != nil {
+			done <- read{i: i, err: err}
+			continue
+		}
+		r.readOne(ctx, i, sources[i].URL, done)
 	}
-	defer func() { <-sem }()
+}
+
+// readOne reads one page and sends what became of it to done. A panic
+// while converting the page fails the page, not the process.
+func (r *Reader) readOne(ctx context.Context, i int, rawURL string, done chan<- read) {
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {

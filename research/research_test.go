@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -339,4 +340,67 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestRerankDepth: passages the reranker did not see never pass the ones
+// it scored, even when the per-page limit leaves room for them.
+func TestRerankDepth(t *testing.T) {
+	var first, second []string
+	for i := range RerankDepth + 5 {
+		first = append(first, fmt.Sprintf("port number %d", i))
+	}
+	for i := range 5 {
+		second = append(second, fmt.Sprintf("port %d and other words that dilute it here", i))
+	}
+	all := passages(first, second)
+	best, note := Ranking{Reranker: low{}}.rank(context.Background(), "port number", all, 8)
+	if note != "" {
+		t.Fatal(note)
+	}
+	for _, b := range best {
+		if b.score != 0.02 {
+			t.Errorf("a passage scored %v by the fused ranking beside the reranker's 0.02: %q", b.score, b.text)
+		}
+	}
+}
+
+// low is a reranker that scores every text 0.02.
+type low struct{}
+
+func (low) Rerank(_ context.Context, _ string, texts []string) ([]float64, error) {
+	out := make([]float64, len(texts))
+	for i := range out {
+		out[i] = 0.02
+	}
+	return out, nil
+}
+
+// order is Pages that records the order pages are asked for.
+type order struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (o *order) Get(_ context.Context, u string) (*fetch.Document, error) {
+	o.mu.Lock()
+	o.urls = append(o.urls, u)
+	o.mu.Unlock()
+	return &fetch.Document{URL: u, FinalURL: u, Content: "text"}, nil
+}
+
+// TestReadHostOrder: a host's pages are read in the order of the results.
+func TestReadHostOrder(t *testing.T) {
+	o := &order{}
+	var sources []Source
+	for i := range 8 {
+		sources = append(sources, Source{URL: fmt.Sprintf("https://one.example/%d", i)})
+	}
+	if _, err := New(o, Options{PerHost: 1}).Read(context.Background(), "text", sources, 3); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range o.urls {
+		if u != sources[i].URL {
+			t.Fatalf("read in the order %v", o.urls)
+		}
+	}
 }

@@ -177,7 +177,7 @@ func TestWebSearchBadPages(t *testing.T) {
 		t.Errorf("the good page's passage is missing: %+v", out.Passages)
 	}
 	text := textOf(res)
-	if !strings.Contains(text, "Not read:") || !strings.Contains(text, "/missing: 404 Not Found") {
+	if !strings.Contains(text, "from 1 page read:") || !strings.Contains(text, "Not read:") || !strings.Contains(text, "/missing: 404 Not Found") {
 		t.Errorf("the text does not list the pages not read and why:\n%s", text)
 	}
 }

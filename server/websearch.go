@@ -554,7 +554,19 @@ func webSearchText(out WebSearchOutput) string {
 			fmt.Fprintf(&b, "   %s\n", r.Content)
 		}
 	}
-	writePassages(&b, out.Passages, len(out.Pages))
+	if len(out.Pages) > 0 {
+		read := 0
+		for _, p := range out.Pages {
+			if p.Status == research.StatusRead {
+				read++
+			}
+		}
+		if read == 0 {
+			fmt.Fprintf(&b, "\nNone of the %s could be read (see below).\n", plural(len(out.Pages), "page"))
+		} else {
+			writePassages(&b, out.Passages, read)
+		}
+	}
 	var failed []string
 	for i, p := range out.Pages {
 		if p.Status != research.StatusRead {
@@ -594,8 +606,8 @@ func webSearchText(out WebSearchOutput) string {
 }
 
 // writePassages renders passages, each under its result number, URL and
-// heading path; pages is how many pages the call tried to read (0 for
-// fetch_url's passages, which name no result).
+// heading path; pages is how many pages the call read (0 for fetch_url's
+// passages, which name no result).
 func writePassages(b *strings.Builder, ps []WebPassage, pages int) {
 	switch {
 	case len(ps) > 0 && pages > 0:
