@@ -99,6 +99,12 @@ type Config struct {
 	JobLeaseSeconds int
 	// CrawlPerHost bounds a crawl's requests to one host at once.
 	CrawlPerHost int
+	// CrawlDelayMS, when above 0, spaces the starts of two requests of a
+	// crawl to one host by at least that many milliseconds.
+	CrawlDelayMS int
+	// CrawlRenderMax bounds the pages rendered in a headless browser at
+	// once, every crawl of the process together.
+	CrawlRenderMax int
 	// SyncInterval re-syncs every site source this often; 0 is off.
 	SyncInterval time.Duration
 	// DefaultConversation is used by the documents tools when a call names
@@ -468,10 +474,18 @@ func settings() []setting {
 			help:  "turn every write off, whatever the keys may do: no write tool, no upload, no deletion",
 			doc:   "turn every write off server-wide: no write tool, upload or deletion, whatever a key's scopes",
 			value: boolValue(func(c *Config) *bool { return &c.ReadOnly })},
-		{env: "MCP_crawl_per_host", flag: "crawl-per-host", def: "2", group: Download,
-			help:  "requests a crawl sends to one host at once",
-			doc:   "requests a site crawl sends to one host at once (a politeness delay of 250 ms, or the site's `Crawl-delay`, spaces them)",
+		{env: "MCP_crawl_per_host", flag: "crawl-per-host", def: "4", group: Download,
+			help:  "the most requests a crawl sends to one host at once; fewer while the host answers slowly",
+			doc:   "the most requests a site crawl sends to one host at once; fewer while the host's answers slow down (no fixed delay unless the site's `Crawl-delay` or `MCP_crawl_delay_ms` asks for one)",
 			value: intValue(func(c *Config) *int { return &c.CrawlPerHost }, between(1, 16, ""))},
+		{env: "MCP_crawl_delay_ms", flag: "crawl-delay-ms", def: "0", group: Download,
+			help:  "the least time between the starts of two requests of a crawl to one host, in milliseconds (0: none; a crawl's delay_ms or the site's Crawl-delay may ask for more)",
+			doc:   "the least time between two requests of a crawl to one host (`0`: none, the crawl adapts to the host's speed); a crawl's `delay_ms` or the site's `Crawl-delay` may ask for more",
+			value: intValue(func(c *Config) *int { return &c.CrawlDelayMS }, between(0, 60000, " ms"))},
+		{env: "MCP_crawl_render_max", flag: "crawl-render-max", def: "2", group: Download,
+			help:  "pages rendered in a headless browser (chromium) at once, every crawl together",
+			doc:   "pages of script-built sites rendered in headless Chromium at once, every crawl of the process together",
+			value: intValue(func(c *Config) *int { return &c.CrawlRenderMax }, between(1, 16, ""))},
 		{env: "MCP_sync_interval", flag: "sync-interval", def: "0",
 			help:  "re-sync every site source this often (a duration such as 6h; 0: off), one replica at a time",
 			doc:   "re-sync every site source this often (`6h`, `24h`; `0`: off), one replica at a time",

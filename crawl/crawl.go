@@ -36,10 +36,15 @@
 //
 // robots.txt is read per host and obeyed as RFC 9309 says (see
 // ParseRobots): a 4xx answer allows everything, a 5xx answer or no answer
-// disallows everything for the crawl. Its Crawl-delay raises
-// Options.Delay for that host, up to MaxCrawlDelay. At most
-// Options.PerHost requests to one host run at once, and requests to one
-// host start at least the delay apart.
+// disallows everything for the crawl.
+//
+// There is no fixed delay between two requests to a host: at most
+// Options.PerHost run at once, fewer as the host's answers slow down (see
+// throttle: the crawler aims at a number of requests in flight from the
+// latency it measures, starting at one and never speeding up on error
+// answers). A Crawl-delay in robots.txt, or Options.Delay, spaces the
+// starts of two requests to the host by at least that much (the larger of
+// the two; a Crawl-delay counts up to MaxCrawlDelay).
 //
 // A host answering 429 or 5xx is backed off: the page is tried again after
 // the Retry-After the answer asks for (when not longer than
@@ -86,8 +91,12 @@ const (
 	// MaxPagesLimit is the most pages one crawl may fetch.
 	MaxPagesLimit   = 20000
 	DefaultMaxDepth = 5
-	DefaultPerHost  = 2
-	DefaultDelay    = 250 * time.Millisecond
+	DefaultPerHost  = 4
+	// MaxPerHost is the most requests to one host Options.PerHost may
+	// allow at once.
+	MaxPerHost = 16
+	// MaxDelay is the longest Options.Delay.
+	MaxDelay        = time.Minute
 	DefaultTimeout  = 20 * time.Second
 	DefaultMaxBytes = fetch.DefaultMaxBodyBytes
 	// DefaultMaxVariants bounds the query strings of one path: a
@@ -128,11 +137,12 @@ type Options struct {
 	// is fetched for its links even when they leave it out, and then not
 	// handed over.
 	Include, Exclude []string
-	// PerHost is how many requests to one host run at once (default 2).
+	// PerHost is the most requests to one host that run at once (default
+	// 4, at most MaxPerHost); fewer run while the host answers slowly.
 	PerHost int
-	// Delay is the least time between the starts of two requests to one
-	// host (default DefaultDelay); a negative value means none. A
-	// Crawl-delay in robots.txt raises it.
+	// Delay, when positive, is the least time between the starts of two
+	// requests to one host, at most MaxDelay; zero or a negative value
+	// means none. A larger Crawl-delay in robots.txt wins.
 	Delay time.Duration
 	// Timeout bounds one request, its body included (default 20 s).
 	Timeout time.Duration
@@ -369,8 +379,10 @@ func New(client Client, opts Options) (*Crawler, error) {
 		return nil, fmt.Errorf("crawl: %w: max pages %d must be positive", ErrInvalidOptions, opts.MaxPages)
 	case opts.MaxPages > MaxPagesLimit:
 		return nil, fmt.Errorf("crawl: %w: max pages %d exceeds the limit of %d", ErrInvalidOptions, opts.MaxPages, MaxPagesLimit)
-	case opts.PerHost < 0:
-		return nil, fmt.Errorf("crawl: %w: requests per host %d must be positive", ErrInvalidOptions, opts.PerHost)
+	case opts.PerHost < 0 || opts.PerHost > MaxPerHost:
+		return nil, fmt.Errorf("crawl: %w: requests per host %d must be between 1 and %d", ErrInvalidOptions, opts.PerHost, MaxPerHost)
+	case opts.Delay > MaxDelay:
+		return nil, fmt.Errorf("crawl: %w: delay_ms %d is more than %d", ErrInvalidOptions, opts.Delay.Milliseconds(), MaxDelay.Milliseconds())
 	case opts.Timeout < 0:
 		return nil, fmt.Errorf("crawl: %w: timeout %v must be positive", ErrInvalidOptions, opts.Timeout)
 	case opts.MaxBytes < 0:
@@ -397,12 +409,7 @@ func New(client Client, opts Options) (*Crawler, error) {
 	if opts.PerHost == 0 {
 		opts.PerHost = DefaultPerHost
 	}
-	switch {
-	case opts.Delay == 0:
-		opts.Delay = DefaultDelay
-	case opts.Delay < 0:
-		opts.Delay = 0
-	}
+	opts.Delay = max(opts.Delay, 0)
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}

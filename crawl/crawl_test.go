@@ -320,7 +320,7 @@ func TestTypeByContent(t *testing.T) {
 
 func TestOptionsChecked(t *testing.T) {
 	for _, opts := range []Options{
-		{MaxPages: MaxPagesLimit + 1}, {MaxPages: -1}, {Scope: "site"}, {PerHost: -1}, {Include: []string{"/***"}},
+		{MaxPages: MaxPagesLimit + 1}, {MaxPages: -1}, {Scope: "site"}, {PerHost: -1}, {PerHost: MaxPerHost + 1}, {Delay: MaxDelay + time.Millisecond}, {Include: []string{"/***"}},
 	} {
 		if _, err := New(client(t), opts); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", opts, err)
@@ -331,7 +331,7 @@ func TestOptionsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.Options()
-	if o.MaxPages != 500 || o.MaxDepth != 5 || o.Scope != ScopePrefix || o.PerHost != 2 || o.Delay != DefaultDelay || o.UserAgent != DefaultUserAgent {
+	if o.MaxPages != 500 || o.MaxDepth != 5 || o.Scope != ScopePrefix || o.PerHost != 4 || o.Delay != 0 || o.UserAgent != DefaultUserAgent {
 		t.Errorf("defaults %+v", o)
 	}
 	if _, err := c.Crawl(t.Context(), "ftp://example.com/", nil, nil, nil); err == nil {

@@ -125,7 +125,9 @@ func (r *run) fetchPage(res *result) {
 	skip := func(reason Reason, transient bool, format string, args ...any) {
 		res.out, res.reason, res.transient, res.detail = outSkipped, reason, transient, fmt.Sprintf(format, args...)
 	}
+	began := time.Now()
 	resp, err := r.c.client.Do(ctx, req)
+	res.took = time.Since(began)
 	if err != nil {
 		switch {
 		case errors.Is(err, fetch.ErrTooLarge):
@@ -138,6 +140,7 @@ func (r *run) fetchPage(res *result) {
 		return
 	}
 	defer resp.Body.Close()
+	res.good = resp.StatusCode >= 200 && resp.StatusCode <= 299 || resp.StatusCode == http.StatusNotModified
 	res.etag, res.lm = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	switch s := resp.StatusCode; {
 	case s == http.StatusNotModified && conditional:

@@ -36,10 +36,11 @@ type host struct {
 	// loaded is set once robots.txt is read (or found missing).
 	loaded, loading bool
 	active          int
-	delay           time.Duration
-	next            time.Time // when the next request may start
-	throttled       int       // pages in a row skipped after 429 or 5xx
-	dead            string    // why the rest of the host is skipped
+	throttle        throttle
+	delay           time.Duration // the least time between two starts: Options.Delay or Crawl-delay
+	next            time.Time     // when the next request may start
+	throttled       int           // pages in a row skipped after 429 or 5xx
+	dead            string        // why the rest of the host is skipped
 }
 
 // outcome says how a request ended.
@@ -71,6 +72,8 @@ type result struct {
 	detail      string
 	transient   bool          // a skip for a reason that may pass
 	wait        time.Duration // for outThrottled
+	took        time.Duration // until the answer's headers, or the failure
+	good        bool          // a 2xx or 304 answer, which may speed the host up
 	final       *url.URL
 	contentType string
 	body        []byte
@@ -222,7 +225,7 @@ func (r *run) hostOf(u *url.URL) *host {
 	key := hostKey(u)
 	h, ok := r.hosts[key]
 	if !ok {
-		h = &host{delay: r.opts.Delay}
+		h = &host{delay: r.opts.Delay, throttle: newThrottle(r.opts.PerHost)}
 		r.hosts[key] = h
 		r.order = append(r.order, key)
 	}
@@ -321,7 +324,7 @@ func (r *run) launch() {
 	now := time.Now()
 	for _, key := range r.order {
 		h := r.hosts[key]
-		for r.canRun(h) && h.active < r.opts.PerHost && r.inflight < r.maxInflight() {
+		for r.canRun(h) && h.active < h.throttle.limit() && r.inflight < r.maxInflight() {
 			if !h.loaded {
 				if !h.loading {
 					h.loading = true
@@ -426,7 +429,7 @@ func (r *run) nextStart() (time.Time, bool) {
 		return at, false
 	}
 	for _, h := range r.hosts {
-		if !r.canRun(h) || !h.loaded || h.active >= r.opts.PerHost {
+		if !r.canRun(h) || !h.loaded || h.active >= h.throttle.limit() {
 			continue
 		}
 		if !found || h.next.Before(at) {
@@ -514,7 +517,15 @@ func (r *run) addFound(base *url.URL, pages []string) {
 func (r *run) pageDone(h *host, res result) {
 	it := res.it
 	k, isKnown := r.known[it.key]
+	if res.took > 0 {
+		if res.good {
+			h.throttle.good(res.took)
+		} else {
+			h.throttle.bad(res.took)
+		}
+	}
 	if res.out == outThrottled {
+		h.throttle.refused()
 		if it.attempt < r.opts.Retries && res.wait <= r.opts.MaxRetryWait && r.ctx.Err() == nil {
 			// The whole host waits: 429 and 503 speak for the server.
 			if at := time.Now().Add(res.wait); at.After(h.next) {

@@ -28,6 +28,14 @@ type site struct {
 	requests    int
 	notModified int
 	active, max int // requests being answered, and the most at once
+	// started records, for each request, its path and how many requests
+	// were being answered once it had started (itself included).
+	started []started
+}
+
+type started struct {
+	path   string
+	active int
 }
 
 // sitePage is a page of a site; ETag and LastModified are sent when set.
@@ -53,6 +61,7 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.times[r.URL.Path] = append(s.times[r.URL.Path], time.Now())
 	s.active++
 	s.max = max(s.max, s.active)
+	s.started = append(s.started, started{r.URL.Path, s.active})
 	f, p := s.funcs[r.URL.Path], s.pages[r.URL.Path]
 	if f == nil && p == nil {
 		f = s.funcs["*"]
@@ -150,6 +159,7 @@ func (s *site) resetCounts() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests, s.notModified, s.max = 0, 0, 0
+	s.started = nil
 	s.hits = map[string]int{}
 	s.times = map[string][]time.Time{}
 }
@@ -158,6 +168,20 @@ func (s *site) timesOf(path string) []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.times[path])
+}
+
+// mostAtOnce returns the most requests being answered at once when one
+// whose path passes keep started.
+func (s *site) mostAtOnce(keep func(path string) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	most := 0
+	for _, st := range s.started {
+		if keep(st.path) {
+			most = max(most, st.active)
+		}
+	}
+	return most
 }
 
 // u returns the absolute URL of path on the site.

@@ -99,7 +99,7 @@ func newSyncRun(env *environment, cfg config.Config, st *docs.Store, in *docs.In
 // crawlBase are the crawl options every site starts from.
 func crawlBase(cfg config.Config) crawl.Options {
 	return crawl.Options{UserAgent: cfg.FetchURLUserAgent, PerHost: cfg.CrawlPerHost, MaxBytes: cfg.FetchURLMaxBytes,
-		Timeout: cfg.FetchURLTimeout}
+		Timeout: cfg.FetchURLTimeout, Delay: time.Duration(cfg.CrawlDelayMS) * time.Millisecond}
 }
 
 // crawlSite crawls the site at start into conv, recording it as a source
