@@ -12,7 +12,12 @@
 // site's sitemaps (those the start host's robots.txt names in Sitemap
 // lines, else /sitemap.xml; sitemap indexes and gzip-compressed sitemaps
 // included) and the links of its /llms.txt. Pages found in a sitemap or in
-// llms.txt are at depth 1, as if the start page linked to them. A link is
+// llms.txt are at depth 1, as if the start page linked to them. A sitemap
+// is read within the sitemaps.org protocol's limits, 50,000 URLs and 50 MB
+// uncompressed, not a page's size limit; one that is larger (a gzip bomb
+// among them), malformed or that cannot be downloaded is reported under
+// ReasonSitemap, and the URLs read before the fault still count. A crawl
+// reads at most 50 sitemaps. A link is
 // followed when it is in scope (Options.Scope, Include and Exclude), within
 // Options.MaxDepth, allowed by robots.txt and not yet seen; the crawl
 // fetches at most Options.MaxPages pages.
@@ -83,6 +88,9 @@ import (
 // limit and timeout.
 type Client interface {
 	Do(ctx context.Context, req *http.Request) (*http.Response, error)
+	// DoLimit is Do with a body limit of its own (none for 0), for
+	// sitemaps, which may be larger than a page.
+	DoLimit(ctx context.Context, req *http.Request, maxBody int64) (*http.Response, error)
 }
 
 // Defaults and bounds of Options.
@@ -226,6 +234,11 @@ const (
 	// ReasonGone: a link to a page the crawl did not know answered 404 or
 	// 410 (a known page so answered is StatusGone).
 	ReasonGone Reason = "gone"
+	// ReasonSitemap: a sitemap not read whole: it could not be
+	// downloaded, is malformed, larger than 50 MB uncompressed (a gzip
+	// bomb among them) or lists more than 50,000 URLs, or the crawl had
+	// read as many sitemaps as it reads. The URLs read before still count.
+	ReasonSitemap Reason = "sitemap"
 )
 
 // Known is what the caller kept of a page from a previous crawl, from the
@@ -366,6 +379,9 @@ type Crawler struct {
 	include []glob
 	exclude []glob
 	token   string
+	// sitemapBytes is the most a sitemap holds uncompressed:
+	// maxSitemapBytes, lowered by tests.
+	sitemapBytes int64
 }
 
 // New returns a Crawler sending its requests through client, after
@@ -434,7 +450,7 @@ func New(client Client, opts Options) (*Crawler, error) {
 	if opts.MaxRetryWait <= 0 {
 		opts.MaxRetryWait = DefaultMaxRetryWait
 	}
-	c := &Crawler{client: client, opts: opts, token: productToken(opts.UserAgent)}
+	c := &Crawler{client: client, opts: opts, token: productToken(opts.UserAgent), sitemapBytes: maxSitemapBytes}
 	var err error
 	if c.include, err = parseGlobs(opts.Include); err != nil {
 		return nil, fmt.Errorf("crawl: include: %w", err)

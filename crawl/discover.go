@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/xml"
@@ -187,45 +188,68 @@ const (
 	maxSitemaps = 50
 )
 
-var errSitemapTooLarge = errors.New("the sitemap is larger than its limit uncompressed")
+var errSitemapTooLarge = errors.New("larger than its limit uncompressed")
 
 // sitemap is what one sitemap file lists.
 type sitemap struct {
 	pages    []string // <urlset><url><loc>, or lines of a text sitemap
 	sitemaps []string // <sitemapindex><sitemap><loc>
+	// morePages and moreSitemaps count the URLs past maxSitemapURLs and
+	// maxSitemaps, which are not kept.
+	morePages, moreSitemaps int
 }
 
-// parseSitemap reads a sitemap: XML (a urlset or a sitemap index),
-// gzip-compressed or not, or plain text with one URL a line. It stops
-// with errSitemapTooLarge past limit bytes uncompressed.
-func parseSitemap(body []byte, limit int64) (sitemap, error) {
-	var r io.Reader = bytes.NewReader(body)
-	if bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(r)
+// parseSitemap reads a sitemap as it arrives: XML (a urlset or a sitemap
+// index), gzip-compressed or not, or plain text with one URL a line. It
+// keeps the first maxSitemapURLs pages and maxSitemaps sitemaps and counts
+// the others in more. It stops with errSitemapTooLarge past limit bytes
+// uncompressed; on that error, a read error or malformed XML, what was
+// read before is returned with it.
+func parseSitemap(body io.Reader, limit int64) (sitemap, error) {
+	br := bufio.NewReaderSize(body, 4096)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return sitemap{}, fmt.Errorf("gzip: %w", err)
+			return sitemap{}, fmt.Errorf("not gzip: %w", err)
 		}
 		r = zr
 	}
-	r = &capReader{r: r, left: limit}
 	var sm sitemap
-	br := newPeekReader(r)
-	if !br.startsWithTag() {
-		data, err := io.ReadAll(br)
-		if err != nil {
-			return sitemap{}, err
+	addPage := func(u string) {
+		if len(sm.pages) < maxSitemapURLs {
+			sm.pages = append(sm.pages, u)
+		} else {
+			sm.morePages++
 		}
-		for _, line := range strings.Split(string(data), "\n") {
-			line = strings.TrimSpace(line)
-			if strings.HasPrefix(line, "http://") || strings.HasPrefix(line, "https://") {
-				if len(sm.pages) < maxSitemapURLs {
-					sm.pages = append(sm.pages, line)
+	}
+	pr := newPeekReader(&capReader{r: r, left: limit})
+	if !pr.startsWithTag() {
+		// Lines longer than the buffer are not URLs: skipped to their end.
+		lr := bufio.NewReaderSize(pr, 16<<10)
+		long := false
+		for {
+			line, err := lr.ReadSlice('\n')
+			switch {
+			case errors.Is(err, bufio.ErrBufferFull):
+				long = true
+				continue
+			case long:
+				long = false
+			default:
+				if l := string(bytes.TrimSpace(line)); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+					addPage(l)
 				}
 			}
+			if err == io.EOF {
+				return sm, nil
+			}
+			if err != nil {
+				return sm, err
+			}
 		}
-		return sm, nil
 	}
-	d := xml.NewDecoder(br)
+	d := xml.NewDecoder(pr)
 	d.Strict = false
 	var (
 		stack []string
@@ -238,14 +262,11 @@ func parseSitemap(body []byte, limit int64) (sitemap, error) {
 			return sm, nil
 		}
 		if err != nil {
-			if errors.Is(err, errSitemapTooLarge) {
-				return sm, err
+			var syntax *xml.SyntaxError
+			if errors.As(err, &syntax) {
+				return sm, fmt.Errorf("malformed XML: line %d: %s", syntax.Line, syntax.Msg)
 			}
-			// A damaged end still leaves the URLs read so far.
-			if len(sm.pages)+len(sm.sitemaps) > 0 {
-				return sm, nil
-			}
-			return sm, fmt.Errorf("xml: %w", err)
+			return sm, err
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -263,12 +284,17 @@ func parseSitemap(body []byte, limit int64) (sitemap, error) {
 				u := strings.TrimSpace(loc.String())
 				switch stack[len(stack)-2] {
 				case "url":
-					if len(sm.pages) < maxSitemapURLs && u != "" {
-						sm.pages = append(sm.pages, u)
+					if u != "" {
+						addPage(u)
 					}
 				case "sitemap":
-					if len(sm.sitemaps) < maxSitemaps && u != "" {
+					if u == "" {
+						break
+					}
+					if len(sm.sitemaps) < maxSitemaps {
 						sm.sitemaps = append(sm.sitemaps, u)
+					} else {
+						sm.moreSitemaps++
 					}
 				}
 				inLoc = false

@@ -120,7 +120,7 @@ func TestParseSitemap(t *testing.T) {
   <url><loc>https://example.com/b?x=1&amp;y=2</loc></url>
   <image:image><image:loc>https://example.com/pic.png</image:loc></image:image>
 </urlset>`
-	sm, err := parseSitemap([]byte(urlset), maxSitemapBytes)
+	sm, err := parseSitemap(strings.NewReader(urlset), maxSitemapBytes)
 	if err != nil || strings.Join(sm.pages, " ") != "https://example.com/a https://example.com/b?x=1&y=2" || len(sm.sitemaps) != 0 {
 		t.Errorf("urlset: %v %q %q", err, sm.pages, sm.sitemaps)
 	}
@@ -130,11 +130,11 @@ func TestParseSitemap(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(index))
 	zw.Close()
-	sm, err = parseSitemap(gz.Bytes(), maxSitemapBytes)
+	sm, err = parseSitemap(bytes.NewReader(gz.Bytes()), maxSitemapBytes)
 	if err != nil || strings.Join(sm.sitemaps, " ") != "https://example.com/s1.xml https://example.com/s2.xml.gz" || len(sm.pages) != 0 {
 		t.Errorf("gzip index: %v %q %q", err, sm.pages, sm.sitemaps)
 	}
-	sm, err = parseSitemap([]byte("https://example.com/t1\n\nnot a url\nhttp://example.com/t2\r\n"), maxSitemapBytes)
+	sm, err = parseSitemap(strings.NewReader("https://example.com/t1\n\nnot a url\nhttp://example.com/t2\r\n"), maxSitemapBytes)
 	if err != nil || strings.Join(sm.pages, " ") != "https://example.com/t1 http://example.com/t2" {
 		t.Errorf("text sitemap: %v %q", err, sm.pages)
 	}
@@ -148,9 +148,18 @@ func TestParseSitemap(t *testing.T) {
 		if gz.Len() > 10<<10 {
 			t.Fatalf("the bomb is %d bytes compressed", gz.Len())
 		}
-		if _, err := parseSitemap(gz.Bytes(), 1<<20); !errors.Is(err, errSitemapTooLarge) {
-			t.Errorf("gzip bomb %.10q: %v", head, err)
+		sm, err := parseSitemap(bytes.NewReader(gz.Bytes()), 1<<20)
+		if !errors.Is(err, errSitemapTooLarge) || len(sm.pages) != 1 {
+			t.Errorf("gzip bomb %.10q: %v, %q", head, err, sm.pages)
 		}
+	}
+	// Malformed XML keeps what came before the fault.
+	sm, err = parseSitemap(strings.NewReader(`<urlset><url><loc>https://example.com/a</loc></url><url><loc>https://example.com/b</loc></url><<oops`), maxSitemapBytes)
+	if err == nil || !strings.Contains(err.Error(), "malformed XML") || len(sm.pages) != 2 {
+		t.Errorf("malformed: %v %q", err, sm.pages)
+	}
+	if _, err := parseSitemap(bytes.NewReader([]byte{0x1f, 0x8b, 0, 0}), maxSitemapBytes); err == nil {
+		t.Error("a broken gzip header read")
 	}
 }
 

@@ -24,11 +24,7 @@ func (r *run) work(it item) result {
 	case kindRobots:
 		res.robots = r.fetchRobots(it.u)
 	case kindSitemap:
-		body, err := r.get(it.u, maxSitemapBytes)
-		if err == nil {
-			sm, _ := parseSitemap(body, maxSitemapBytes)
-			res.sitemaps, res.pages = sm.sitemaps, sm.pages
-		}
+		r.fetchSitemap(&res)
 	case kindLLMs:
 		body, err := r.get(it.u, r.opts.MaxBytes)
 		if err == nil {
@@ -89,6 +85,57 @@ func (r *run) fetchRobots(u *url.URL) *Robots {
 	default:
 		return &Robots{}
 	}
+}
+
+// fetchSitemap reads a sitemap into res as it arrives, within the
+// protocol's limits (maxSitemapURLs URLs, maxSitemapBytes uncompressed)
+// rather than a page's; res.detail says what could not be read and why.
+// What was read before a failure is kept.
+func (r *run) fetchSitemap(res *result) {
+	it := res.it
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+	defer cancel()
+	// The client's page limit does not apply: parseSitemap stops reading
+	// at the protocol's limit, counted uncompressed.
+	resp, err := r.c.client.DoLimit(ctx, r.request(ctx, it.u), 0)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			res.detail = "could not be read: " + clean(err)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if s := resp.StatusCode; s < 200 || s > 299 {
+		// A site without a sitemap answers 404 to the one guessed: there
+		// is nothing to report.
+		if !it.guessed || s != http.StatusNotFound && s != http.StatusGone {
+			res.detail = fmt.Sprintf("could not be read: HTTP %d %s", s, http.StatusText(s))
+		}
+		return
+	}
+	sm, err := parseSitemap(resp.Body, r.c.sitemapBytes)
+	res.pages, res.sitemaps, res.more = sm.pages, sm.sitemaps, sm.moreSitemaps
+	read := len(sm.pages) + len(sm.sitemaps)
+	switch {
+	case errors.Is(err, errSitemapTooLarge):
+		res.detail = fmt.Sprintf("larger than %d MB uncompressed, the protocol's limit: the %s of its first %d MB were read",
+			r.c.sitemapBytes>>20, countURLs(read), r.c.sitemapBytes>>20)
+	case err != nil && r.ctx.Err() != nil:
+		// The crawl was stopped: not the sitemap's fault.
+	case err != nil:
+		res.detail = fmt.Sprintf("%s: the %s before it were read", clean(err), countURLs(read))
+	case sm.morePages > 0:
+		res.detail = fmt.Sprintf("lists %d URLs, more than the protocol's %d: the first %d were read",
+			len(sm.pages)+sm.morePages, maxSitemapURLs, maxSitemapURLs)
+	}
+}
+
+// countURLs says "1 URL", "2 URLs".
+func countURLs(n int) string {
+	if n == 1 {
+		return "1 URL"
+	}
+	return fmt.Sprintf("%d URLs", n)
 }
 
 var errTooLarge = errors.New("too large")

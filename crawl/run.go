@@ -26,6 +26,7 @@ type item struct {
 	depth   int
 	attempt int  // tries made so far, for a page answered 429 or 5xx
 	again   bool // fetched before, held back as a duplicate, then released
+	guessed bool // a sitemap no robots.txt or index named: /sitemap.xml
 }
 
 // host is the state of one scheme and authority: its robots.txt, its
@@ -65,6 +66,7 @@ type result struct {
 
 	// sitemaps and llms.txt
 	sitemaps, pages []string
+	more            int // sitemaps an index names past the most one file gives
 
 	// pages
 	out         outcome
@@ -452,10 +454,19 @@ func (r *run) handle(res result) {
 	case kindRobots:
 		r.robotsDone(h, res)
 	case kindSitemap:
+		left := res.more
 		for _, s := range res.sitemaps {
-			r.addDiscovery(kindSitemap, s)
+			if !r.addDiscovery(kindSitemap, s, false) {
+				left++
+			}
 		}
 		r.addFound(res.it.u, res.pages)
+		if res.detail != "" {
+			r.skip(ReasonSitemap, res.it.key, res.detail)
+		}
+		if left > 0 {
+			r.skip(ReasonSitemap, res.it.key, fmt.Sprintf("%d of the sitemaps it names were not read: a crawl reads at most %d", left, maxSitemaps))
+		}
 	case kindLLMs:
 		r.addFound(res.it.u, res.pages)
 	case kindPage:
@@ -478,31 +489,43 @@ func (r *run) robotsDone(h *host, res result) {
 	}
 	// The start host's sitemaps and llms.txt seed the crawl.
 	sitemaps := h.robots.Sitemaps
-	if len(sitemaps) == 0 {
+	guessed := len(sitemaps) == 0
+	if guessed {
 		sitemaps = []string{root(r.start).ResolveReference(&url.URL{Path: "/sitemap.xml"}).String()}
 	}
+	left := 0
 	for _, s := range sitemaps {
-		r.addDiscovery(kindSitemap, s)
+		if !r.addDiscovery(kindSitemap, s, guessed) {
+			left++
+		}
 	}
-	r.addDiscovery(kindLLMs, root(r.start).ResolveReference(&url.URL{Path: "/llms.txt"}).String())
+	if left > 0 {
+		r.skip(ReasonSitemap, hostKey(r.start)+"/robots.txt", fmt.Sprintf("%d of the sitemaps it names were not read: a crawl reads at most %d", left, maxSitemaps))
+	}
+	r.addDiscovery(kindLLMs, root(r.start).ResolveReference(&url.URL{Path: "/llms.txt"}).String(), false)
 }
 
-// addDiscovery queues a sitemap or llms.txt request.
-func (r *run) addDiscovery(kind itemKind, raw string) {
+// addDiscovery queues a sitemap or llms.txt request. It reports false
+// for a sitemap past the most a crawl reads.
+func (r *run) addDiscovery(kind itemKind, raw string, guessed bool) bool {
 	u, err := resolve(nil, raw)
 	if err != nil {
-		return
+		return true
 	}
 	key := u.String()
 	if kind == kindSitemap {
-		if r.sitemaps >= maxSitemaps || r.seen["sitemap "+key] {
-			return
+		if r.seen["sitemap "+key] {
+			return true
+		}
+		if r.sitemaps >= maxSitemaps {
+			return false
 		}
 		r.sitemaps++
 		r.seen["sitemap "+key] = true
 	}
 	h := r.hostOf(u)
-	h.queue = append(h.queue, item{kind: kind, u: u, key: key, depth: 1})
+	h.queue = append(h.queue, item{kind: kind, u: u, key: key, depth: 1, guessed: guessed})
+	return true
 }
 
 // addFound queues the pages a sitemap or llms.txt lists, at depth 1.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 
@@ -35,6 +36,15 @@ import (
 // ErrTooManyRedirects, ErrTimeout, ErrUnreachable, ErrTooLarge) or the
 // caller's context error.
 func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	return c.DoLimit(ctx, req, c.opts.MaxBodyBytes)
+}
+
+// DoLimit is Do with a body limit of its own, maxBody bytes instead of
+// Options.MaxBodyBytes, for the files that a protocol allows to be larger
+// than a page (a sitemap may hold 50 MB). A maxBody of 0 or less sets no
+// limit: the caller stops reading where it wants, and the time limit still
+// bounds the exchange.
+func (c *Client) DoLimit(ctx context.Context, req *http.Request, maxBody int64) (*http.Response, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return nil, fmt.Errorf("fetch: %w: only GET and HEAD requests are sent, not %s", ErrInvalidURL, req.Method)
 	}
@@ -72,17 +82,20 @@ func (c *Client) Do(ctx context.Context, req *http.Request) (*http.Response, err
 		endRequest(span, 0, nil, err)
 		return nil, err
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && resp.ContentLength > c.opts.MaxBodyBytes {
+	if maxBody <= 0 {
+		maxBody = math.MaxInt64
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && resp.ContentLength > maxBody {
 		resp.Body.Close()
 		cancel()
-		err = c.tooLarge(u)
+		err = c.tooLargeThan(u, maxBody)
 		endRequest(span, resp.StatusCode, nil, err)
 		return nil, err
 	}
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.HTTPStatusKey.Int(resp.StatusCode))
 	}
-	resp.Body = &boundedBody{body: resp.Body, left: c.opts.MaxBodyBytes, ctx: ctx, cancel: cancel, c: c, u: u, span: span}
+	resp.Body = &boundedBody{body: resp.Body, left: maxBody, limit: maxBody, ctx: ctx, cancel: cancel, c: c, u: u, span: span}
 	return resp, nil
 }
 
@@ -97,6 +110,7 @@ var accept = "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0
 type boundedBody struct {
 	body   io.ReadCloser
 	left   int64
+	limit  int64
 	ctx    context.Context
 	cancel context.CancelFunc
 	c      *Client
@@ -116,7 +130,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.body.Read(one[:])
 		if n > 0 {
-			b.err = b.c.tooLarge(b.u)
+			b.err = b.c.tooLargeThan(b.u, b.limit)
 			return 0, b.err
 		}
 		if err != nil {

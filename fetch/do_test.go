@@ -155,3 +155,40 @@ func TestDoBoundsTheBody(t *testing.T) {
 		t.Errorf("slow body: %v after %v", err, took)
 	}
 }
+
+// TestDoLimit: a request may have a body limit of its own, larger or
+// smaller than the client's, or none.
+func TestDoLimit(t *testing.T) {
+	s := newSite(t)
+	s.mux.HandleFunc("/declared", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		w.Write(make([]byte, 1<<20))
+	})
+	c := newClient(t, Options{AllowPrivate: true, MaxBodyBytes: 64 << 10})
+	get := func(limit int64) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/declared", nil)
+		resp, err := c.DoLimit(t.Context(), req, limit)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return len(b), err
+	}
+	for _, tc := range []struct {
+		limit int64
+		n     int
+		err   error
+	}{
+		{2 << 20, 1 << 20, nil},
+		{0, 1 << 20, nil},
+		{1 << 10, 0, ErrTooLarge},
+	} {
+		if n, err := get(tc.limit); n != tc.n || !errors.Is(err, tc.err) {
+			t.Errorf("limit %d: %d bytes, %v; want %d, %v", tc.limit, n, err, tc.n, tc.err)
+		}
+	}
+	if _, err := get(64 << 10); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "65536") {
+		t.Errorf("the client's limit: %v", err)
+	}
+}

@@ -469,8 +469,10 @@ func (c *Client) download(ctx context.Context, u *url.URL) (res *Resource, err e
 	return &Resource{URL: u.String(), FinalURL: final, ContentType: ct, DeclaredType: declared, Body: body}, nil
 }
 
-func (c *Client) tooLarge(u *url.URL) error {
-	return fmt.Errorf("fetch %s: %w: the body exceeds the limit of %d bytes", u.Redacted(), ErrTooLarge, c.opts.MaxBodyBytes)
+func (c *Client) tooLarge(u *url.URL) error { return c.tooLargeThan(u, c.opts.MaxBodyBytes) }
+
+func (c *Client) tooLargeThan(u *url.URL, limit int64) error {
+	return fmt.Errorf("fetch %s: %w: the body exceeds the limit of %d bytes", u.Redacted(), ErrTooLarge, limit)
 }
 
 func unsupported(u *url.URL, what string) error {
