@@ -26,9 +26,13 @@
 // parameters go, query parameters are sorted. A page whose rel=canonical
 // link (or Link header) names another URL in scope is recorded under that
 // URL, and a redirect records a page under the URL it ends at. Pages of
-// the same text (the text the documents reader extracts, for HTML; the
-// bytes, for other formats) are kept once, under the URL that had it
-// first, or that had it in the previous crawl.
+// the same content (an HTML page's main content; the bytes, for other
+// formats) are kept once, under the URL that had it first, or that had it
+// in the previous crawl.
+//
+// What is kept of an HTML page is what fetch_url reads of it
+// (fetch.MainContent): its main content as Markdown, without the site's
+// navigation bars, headers, footers and sidebars repeated on every page.
 //
 // Links to PDFs and the other formats package extract reads are fetched
 // and handed over like HTML pages; what a body is is decided by its
@@ -76,10 +80,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
 )
 
@@ -267,13 +273,18 @@ type Page struct {
 	// ContentType is how to read Body: one of the extract.MIME* types;
 	// empty when there is no body.
 	ContentType string
-	// Body is the page, for StatusNew and StatusChanged; nil otherwise.
+	// Body is what is stored of the page, for StatusNew and
+	// StatusChanged; nil otherwise. Of an HTML page it is what fetch_url
+	// reads: its main content as Markdown under its title (ContentType
+	// extract.MIMEMarkdown), without the site's navigation, headers,
+	// footers and sidebars. Other formats are handed over as they came.
 	Body []byte
 	// ETag and LastModified are the answer's validators, or the known ones
 	// when a 304 answer repeats none.
 	ETag, LastModified string
-	// Hash identifies the page's content: the SHA-256 of the text the
-	// documents reader extracts from HTML, of the body for other formats.
+	// Hash identifies the page's content: the SHA-256 of Body, an HTML
+	// page's main content (so that a page whose navigation alone changed
+	// is unchanged), or the body of another format.
 	Hash string
 	// Links lists the normalised URLs in scope the page links to, for
 	// Known.Links.
@@ -281,9 +292,20 @@ type Page struct {
 }
 
 // FileName returns a name for the page's file, from the last segment of its
-// URL with an extension telling its type.
+// URL with an extension telling its type: an HTML page, stored as
+// Markdown, is "install.md" for /docs/install.html.
 func (p Page) FileName() string {
-	return (&fetch.Resource{URL: p.URL, FinalURL: p.URL, ContentType: p.ContentType}).FileName()
+	name := (&fetch.Resource{URL: p.URL, FinalURL: p.URL, ContentType: p.ContentType}).FileName()
+	if p.ContentType != extract.MIMEMarkdown {
+		return name
+	}
+	switch ext := strings.ToLower(path.Ext(name)); ext {
+	case ".md", ".markdown", ".mdown", ".mkd":
+		return name
+	case ".html", ".htm", ".xhtml":
+		name = strings.TrimSuffix(name, name[len(name)-len(ext):])
+	}
+	return name + ".md"
 }
 
 // Stats is a crawl's progress.

@@ -115,7 +115,7 @@ func TestCrawlAndResync(t *testing.T) {
 		t.Errorf("Markdown page %+v", md)
 	}
 	if root := first.pages[s.u("/")]; !slices.Contains(root.Links, s.u("/guide")) || slices.Contains(root.Links, "https://elsewhere.example/page") ||
-		root.ETag != `"root-1"` || root.Depth != 0 || root.ContentType != extract.MIMEHTML {
+		root.ETag != `"root-1"` || root.Depth != 0 || root.ContentType != extract.MIMEMarkdown {
 		t.Errorf("root page %+v", root)
 	}
 	if last := first.stats[len(first.stats)-1]; last.Fetched != sum.Fetched || last.Emitted != 7 || last.Queued != 0 || last.Skipped != 9 {
@@ -310,7 +310,8 @@ func TestTypeByContent(t *testing.T) {
 	s.put("/picture", "text/html", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
 	s.put("/styles", "text/css", []byte("body { color: red }"))
 	got := runCrawl(t, newCrawler(t, Options{}), s.u("/"), nil)
-	if got.pages[s.u("/report.pdf")].ContentType != extract.MIMEHTML || got.pages[s.u("/page.html")].ContentType != extract.MIMEPDF {
+	// The page is read as HTML, and stored as its main content in Markdown.
+	if got.pages[s.u("/report.pdf")].ContentType != extract.MIMEMarkdown || got.pages[s.u("/page.html")].ContentType != extract.MIMEPDF {
 		t.Errorf("types: report.pdf %q, page.html %q", got.pages[s.u("/report.pdf")].ContentType, got.pages[s.u("/page.html")].ContentType)
 	}
 	if got.sum.Skipped[ReasonType] != 2 || got.sum.Emitted != 3 {

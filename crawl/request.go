@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/mcpsearch/mcpsearch/extract"
@@ -258,16 +257,23 @@ func (r *run) fetchPage(res *result) {
 		if hp.canonical != "" {
 			canonical = hp.canonical
 		}
-		doc, err := extract.Extract(ctx, extract.MIMEHTML, body)
+		// The main content is stored, as fetch_url reads it, and
+		// identifies the page: a page whose navigation alone changed is
+		// unchanged.
+		md, err := mainContent(ctx, body, declared, final)
 		switch {
-		case err != nil && !errors.Is(err, extract.ErrNoText):
+		case err != nil && r.ctx.Err() != nil:
+			skip(ReasonError, true, "the crawl was stopped")
+			return
+		case err != nil:
 			res.noText = clean(err)
-		case err != nil || strings.TrimSpace(doc.Text) == "":
+		case md == "":
 			// Its links are still followed: a page of links only leads
 			// somewhere.
 			res.noText = "the page has no text"
 		default:
-			sum = sha256.Sum256([]byte(doc.Text))
+			res.body, res.contentType = []byte(md), extract.MIMEMarkdown
+			sum = sha256.Sum256(res.body)
 		}
 	}
 	if canonical != "" {

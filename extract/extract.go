@@ -235,6 +235,8 @@ func (l Limits) extract(ctx context.Context, mimeType string, data []byte) (doc 
 		doc, err = l.extractPDF(ctx, data)
 	case MIMEHTML:
 		doc, err = l.extractHTML(ctx, data)
+	case MIMEMarkdown:
+		doc, err = extractMarkdown(data)
 	case MIMECSV, MIMETSV:
 		doc, err = l.extractDelimited(ctx, mt, data)
 	case MIMERTF:

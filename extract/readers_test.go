@@ -405,3 +405,24 @@ func TestHTMLHeadings(t *testing.T) {
 		t.Errorf("the second span starts at %q", got)
 	}
 }
+
+func TestMarkdownHeadings(t *testing.T) {
+	md := "Intro.\n\n# Guide\n\na é\n\n## Install ##\n\n```sh\n# not a heading\n```\n\n    # indented code\n\n## Use\n\nc\n\n#hashtag\n\n# Other\n"
+	doc := extractOK(t, MIMEMarkdown, []byte(md))
+	if doc.Text != md {
+		t.Errorf("the text changed: %q", doc.Text)
+	}
+	var locs []string
+	for _, s := range doc.Spans {
+		locs = append(locs, s.Location.String())
+	}
+	if want := []string{"Guide", "Guide > Install", "Guide > Use", "Other"}; !slices.Equal(locs, want) {
+		t.Errorf("spans %q, want %q", locs, want)
+	}
+	if got := doc.Text[runeOffset(doc.Text, doc.Spans[1].Start):]; !strings.HasPrefix(got, "## Install ##\n") {
+		t.Errorf("the second span starts at %q", got)
+	}
+	if last := doc.Spans[len(doc.Spans)-1]; last.End != doc.Pages[0].End {
+		t.Errorf("the last span ends at %d, the text at %d", last.End, doc.Pages[0].End)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/mcpsearch/mcpsearch/extract/internal/htmltext"
 )
 
 // extractText keeps plain text and Markdown verbatim apart from encoding
@@ -14,6 +16,58 @@ import (
 // would complicate the offsets that chunks point into for little gain.
 func extractText(data []byte) (*Document, error) {
 	return singleDocument(cleanText(decodeBytes(data))), nil
+}
+
+// extractMarkdown reads Markdown as extractText does, verbatim, and gives
+// each ATX heading ("## Install", outside fenced code blocks) a span
+// holding its heading path, as an HTML page's headings have: a chunk of a
+// Markdown file, or of a crawled page stored as Markdown, is cited under
+// its section.
+func extractMarkdown(data []byte) (*Document, error) {
+	doc := singleDocument(cleanText(decodeBytes(data)))
+	var headings []htmltext.Heading
+	offset, fence := 0, ""
+	for line := range strings.SplitSeq(doc.Text, "\n") {
+		t := strings.TrimLeft(line, " ")
+		if len(line)-len(t) > 3 {
+			t = "" // indented code
+		}
+		switch {
+		case fence != "":
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+		case strings.HasPrefix(t, "```"), strings.HasPrefix(t, "~~~"):
+			fence = t[:3]
+		default:
+			if level, title := atxHeading(t); level > 0 {
+				headings = append(headings, htmltext.Heading{Level: level, Title: title, Offset: offset})
+			}
+		}
+		offset += utf8.RuneCountInString(line) + 1
+	}
+	doc.Spans = headingSpans(headings, doc.Pages[0].End, nil)
+	return doc, nil
+}
+
+// atxHeading returns the level and text of a Markdown ATX heading line
+// ("## Install ##"), or 0.
+func atxHeading(line string) (int, string) {
+	level := 0
+	for level < len(line) && line[level] == '#' {
+		level++
+	}
+	if level == 0 || level > 6 || level < len(line) && line[level] != ' ' && line[level] != '\t' {
+		return 0, ""
+	}
+	title := strings.TrimSpace(line[level:])
+	if t := strings.TrimRight(title, "#"); t == "" || strings.HasSuffix(t, " ") {
+		title = strings.TrimSpace(t)
+	}
+	if title == "" {
+		return 0, ""
+	}
+	return level, title
 }
 
 // decodeBytes turns file bytes into a Go string of valid UTF-8. It honours a

@@ -126,7 +126,7 @@ func (c *Client) Convert(ctx context.Context, res *Resource) (_ *Document, err e
 	d := &Document{URL: res.URL, FinalURL: res.FinalURL, ContentType: res.ContentType, Body: res.Body}
 	switch res.ContentType {
 	case extract.MIMEHTML:
-		err = c.convertHTML(ctx, d, res.DeclaredType)
+		err = convertHTML(ctx, d, res.DeclaredType)
 	case extract.MIMEPDF:
 		d.Title = fileTitle(res.FinalURL)
 		d.Content, err = convertPDF(ctx, res.Body)
@@ -170,7 +170,7 @@ func fileTitle(rawURL string) string {
 // main content as Markdown (package htmlmd), read in one pass over its
 // bytes; the whole page when its main content holds no text (an index of
 // links, a form).
-func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) error {
+func convertHTML(ctx context.Context, d *Document, declared string) error {
 	pageURL, err := url.Parse(d.FinalURL)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidURL, err)
@@ -206,6 +206,19 @@ func (c *Client) convertHTML(ctx context.Context, d *Document, declared string) 
 		d.Content = d.Raw()
 	}
 	return ctx.Err()
+}
+
+// MainContent returns what fetch_url reads of an HTML page, for a reader
+// that stores pages as fetch_url shows them (a crawl): its title and its
+// main content as Markdown, or the whole page when the main content holds
+// no text. declared is the page's Content-Type, which may name its
+// charset; its links are made absolute against pageURL.
+func MainContent(ctx context.Context, body []byte, declared string, pageURL *url.URL) (title, markdown string, err error) {
+	d := &Document{FinalURL: pageURL.String(), Body: body}
+	if err := convertHTML(ctx, d, declared); err != nil {
+		return "", "", err
+	}
+	return d.Title, d.Content, nil
 }
 
 // firstHeading is the text of the first heading of a page's Markdown, the
