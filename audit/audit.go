@@ -497,7 +497,9 @@ func jsonb(b json.RawMessage) any {
 var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|token|password|passwd|secret|authorization|credential)`)
 
 // Redact replaces the values of object keys that look like secrets, at any
-// depth. Input that is not JSON is returned as a JSON string marked so.
+// depth, and the values of every "headers" object (request headers a crawl
+// sends, such as Cookie), whose names alone are kept. Input that is not
+// JSON is returned as a JSON string marked so.
 func Redact(args json.RawMessage) json.RawMessage {
 	if len(args) == 0 {
 		return nil
@@ -518,9 +520,12 @@ func redact(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, x := range t {
-			if secretKey.MatchString(k) {
+			switch {
+			case secretKey.MatchString(k):
 				t[k] = "[REDACTED]"
-			} else {
+			case strings.EqualFold(k, "headers"):
+				t[k] = redactAll(x)
+			default:
 				t[k] = redact(x)
 			}
 		}
@@ -530,6 +535,19 @@ func redact(v any) any {
 		}
 	}
 	return v
+}
+
+// redactAll replaces every value of an object, keeping its keys, and any
+// other value whole.
+func redactAll(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "[REDACTED]"
+	}
+	for k := range m {
+		m[k] = "[REDACTED]"
+	}
+	return m
 }
 
 // Truncate keeps results up to max bytes; a larger one is replaced by a

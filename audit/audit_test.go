@@ -25,6 +25,9 @@ func TestRedact(t *testing.T) {
 		{`{"query":"x","api_key":"k","nested":{"Password":"p","list":[{"token":"t","ok":1}]}}`,
 			`{"api_key":"[REDACTED]","nested":{"Password":"[REDACTED]","list":[{"ok":1,"token":"[REDACTED]"}]},"query":"x"}`},
 		{`{"query":"tokens are words"}`, `{"query":"tokens are words"}`},
+		{`{"url":"https://wiki.example/","crawl":{"max_pages":5,"headers":{"Cookie":"sid=s3cret","X-Team":"docs"}}}`,
+			`{"crawl":{"headers":{"Cookie":"[REDACTED]","X-Team":"[REDACTED]"},"max_pages":5},"url":"https://wiki.example/"}`},
+		{`{"headers":["Cookie: sid=s3cret"]}`, `{"headers":"[REDACTED]"}`},
 		{`not json`, `{"unparsed":"not json"}`},
 		{``, ``},
 	}

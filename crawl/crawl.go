@@ -85,6 +85,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
 )
@@ -178,6 +180,61 @@ type Options struct {
 	// MaxRetryWait is the longest Retry-After honoured (default a
 	// minute); a page asked to wait longer is skipped.
 	MaxRetryWait time.Duration
+	// Headers are sent with every request to the start URL's origin (its
+	// scheme, host and port), for a private site: Authorization, Cookie,
+	// an API key. They are never sent to another origin, a redirect's
+	// included (the Client must see to that, as fetch.Client does), and
+	// never written to a log or an error. At most MaxHeaderBytes, names
+	// and values together; see CheckHeaders.
+	Headers http.Header
+}
+
+// MaxHeaderBytes bounds Options.Headers, names and values together.
+const MaxHeaderBytes = 8 << 10
+
+// maxHeaders bounds the number of Options.Headers.
+const maxHeaders = 32
+
+// reservedHeaders are set by the crawler or its client, or belong to the
+// connection: a crawl's headers may not replace them. User-Agent stays the
+// server's own, for robots.txt is obeyed for it.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Keep-Alive": true,
+	"Proxy-Connection": true, "Proxy-Authorization": true, "Te": true, "Trailer": true, "Upgrade": true,
+	"User-Agent": true, "Accept-Encoding": true, "If-None-Match": true, "If-Modified-Since": true, "Range": true,
+}
+
+// CheckHeaders reports request headers a crawl cannot send, wrapping
+// ErrInvalidOptions with a message that names the header, never its
+// value: a name that is not a header name, a value holding a line break or
+// another control character, a header the crawler sets itself, more than
+// 32 headers or more than MaxHeaderBytes.
+func CheckHeaders(h http.Header) error {
+	if len(h) > maxHeaders {
+		return fmt.Errorf("%w: headers: %d headers, more than %d", ErrInvalidOptions, len(h), maxHeaders)
+	}
+	size := 0
+	for name, values := range h {
+		switch {
+		case !httpguts.ValidHeaderFieldName(name):
+			return fmt.Errorf("%w: headers: %q is not a header name", ErrInvalidOptions, extract.CleanMessage(name))
+		case reservedHeaders[http.CanonicalHeaderKey(name)]:
+			return fmt.Errorf("%w: headers: %s is set by the crawler itself", ErrInvalidOptions, http.CanonicalHeaderKey(name))
+		}
+		for _, v := range values {
+			if strings.ContainsAny(v, "\r\n") {
+				return fmt.Errorf("%w: headers: the value of %s holds a line break", ErrInvalidOptions, name)
+			}
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("%w: headers: the value of %s holds a control character", ErrInvalidOptions, name)
+			}
+			size += len(name) + len(v)
+		}
+	}
+	if size > MaxHeaderBytes {
+		return fmt.Errorf("%w: headers: %d bytes, more than %d (8 KB)", ErrInvalidOptions, size, MaxHeaderBytes)
+	}
+	return nil
 }
 
 // ErrInvalidOptions reports Options that cannot be used; the message says
@@ -428,6 +485,10 @@ func New(client Client, opts Options) (*Crawler, error) {
 	case opts.MaxVariants < 0:
 		return nil, fmt.Errorf("crawl: %w: query variants %d must be positive", ErrInvalidOptions, opts.MaxVariants)
 	}
+	if err := CheckHeaders(opts.Headers); err != nil {
+		return nil, fmt.Errorf("crawl: %w", err)
+	}
+	opts.Headers = opts.Headers.Clone()
 	switch opts.Scope {
 	case "":
 		opts.Scope = ScopePrefix

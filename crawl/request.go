@@ -35,9 +35,15 @@ func (r *run) work(it item) result {
 	return res
 }
 
-// request builds a GET for u.
+// request builds a GET for u, with Options.Headers when u is of the
+// start URL's origin.
 func (r *run) request(ctx context.Context, u *url.URL) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if hostKey(u) == hostKey(r.start) {
+		for name, values := range r.opts.Headers {
+			req.Header[http.CanonicalHeaderKey(name)] = values
+		}
+	}
 	req.Header.Set("User-Agent", r.opts.UserAgent)
 	return req
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -190,5 +191,53 @@ func TestDoLimit(t *testing.T) {
 	}
 	if _, err := get(64 << 10); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "65536") {
 		t.Errorf("the client's limit: %v", err)
+	}
+}
+
+// TestDoHeadersStayWithTheirOrigin: the headers a caller sets reach the
+// host it asked, through redirects on that host, and not another host (or
+// port) a redirect leads to, which gets the user agent and Accept alone.
+func TestDoHeadersStayWithTheirOrigin(t *testing.T) {
+	got := map[string]http.Header{}
+	var mu sync.Mutex
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[name] = r.Header.Clone()
+			mu.Unlock()
+			w.Write([]byte("ok"))
+		}
+	}
+	other := newSite(t)
+	other.mux.HandleFunc("/landing", record("other"))
+	s := newSite(t)
+	s.mux.HandleFunc("/here", record("here"))
+	s.mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/here", http.StatusFound) })
+	s.mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/landing", http.StatusFound)
+	})
+	c := newClient(t, Options{AllowPrivate: true, UserAgent: "test-agent/2"})
+	for _, path := range []string{"/moved", "/away"} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("Cookie", "sid=s3cret")
+		req.Header.Set("X-Api-Token", "s3cret")
+		resp, err := c.Do(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	here, away := got["here"], got["other"]
+	if here.Get("Authorization") != "Bearer s3cret" || here.Get("Cookie") != "sid=s3cret" || here.Get("X-Api-Token") != "s3cret" {
+		t.Errorf("the same host lost the headers: %v", here)
+	}
+	if away == nil || away.Get("User-Agent") != "test-agent/2" || away.Get("Accept") == "" {
+		t.Fatalf("the other host got %v", away)
+	}
+	for name, v := range away {
+		if strings.Contains(strings.Join(v, " "), "s3cret") || name == "Referer" {
+			t.Errorf("the other host got %s: %q", name, v)
+		}
 	}
 }

@@ -334,7 +334,39 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: redirected to a URL whose scheme is %s:, only http and https are fetched", ErrInvalidURL, req.URL.Scheme)
 	}
+	if !sameOrigin(req.URL, via[0].URL) {
+		// The headers a caller sets (credentials of a private site,
+		// conditional headers) are for the host it asked: a redirect
+		// elsewhere, or to plain http, carries only these. Go's client
+		// drops Authorization and Cookie alone, and keeps them for a
+		// subdomain.
+		for name := range req.Header {
+			if !crossOriginHeaders[name] {
+				req.Header.Del(name)
+			}
+		}
+	}
 	return c.checkRequest(req)
+}
+
+// crossOriginHeaders are the request headers kept on a redirect to
+// another origin.
+var crossOriginHeaders = map[string]bool{"User-Agent": true, "Accept": true, "Accept-Language": true}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && portOf(a) == portOf(b)
+}
+
+// portOf returns u's port, or its scheme's default.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // Resource is a fetched body before conversion, for storing the page as a
