@@ -89,6 +89,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/render"
 )
 
 // Client sends the crawler's requests. fetch.Client is one: through it
@@ -187,6 +188,37 @@ type Options struct {
 	// never written to a log or an error. At most MaxHeaderBytes, names
 	// and values together; see CheckHeaders.
 	Headers http.Header
+	// Render says which HTML pages are rendered in a headless browser
+	// before they are read (default RenderAuto).
+	Render RenderMode
+	// Renderer renders them (render.Renderer); nil means no browser: the
+	// pages that need one are skipped with ReasonBrowser.
+	Renderer Renderer
+}
+
+// RenderMode says which pages a crawl renders in a headless browser.
+type RenderMode string
+
+const (
+	// RenderAuto, the default, renders a page whose HTML is a shell that
+	// scripts fill: it has scripts and less than shellText bytes of text.
+	RenderAuto RenderMode = "auto"
+	// RenderNever reads every page as it is served.
+	RenderNever RenderMode = "never"
+	// RenderAlways renders every HTML page.
+	RenderAlways RenderMode = "always"
+)
+
+// shellText is the most text a page built by scripts holds before they
+// run: a title, a "please enable JavaScript" line.
+const shellText = 200
+
+// Renderer loads a page in a headless browser and returns the HTML its
+// scripts built: render.Renderer, which sends the page's requests through
+// fetch_url's address rules. It fails with an error wrapping
+// render.ErrNoBrowser when no browser is installed.
+type Renderer interface {
+	Render(ctx context.Context, p render.Page) ([]byte, error)
 }
 
 // MaxHeaderBytes bounds Options.Headers, names and values together.
@@ -297,6 +329,9 @@ const (
 	// ReasonGone: a link to a page the crawl did not know answered 404 or
 	// 410 (a known page so answered is StatusGone).
 	ReasonGone Reason = "gone"
+	// ReasonBrowser: a page that needs a browser to be read (Options.Render)
+	// when none is installed: "needs a browser: install chromium".
+	ReasonBrowser Reason = "browser"
 	// ReasonSitemap: a sitemap not read whole: it could not be
 	// downloaded, is malformed, larger than 50 MB uncompressed (a gzip
 	// bomb among them) or lists more than 50,000 URLs, or the crawl had
@@ -484,6 +519,13 @@ func New(client Client, opts Options) (*Crawler, error) {
 		return nil, fmt.Errorf("crawl: %w: size limit %d must be positive", ErrInvalidOptions, opts.MaxBytes)
 	case opts.MaxVariants < 0:
 		return nil, fmt.Errorf("crawl: %w: query variants %d must be positive", ErrInvalidOptions, opts.MaxVariants)
+	}
+	switch opts.Render {
+	case "":
+		opts.Render = RenderAuto
+	case RenderAuto, RenderNever, RenderAlways:
+	default:
+		return nil, fmt.Errorf("crawl: %w: render %q must be never, auto or always", ErrInvalidOptions, extract.CleanMessage(string(opts.Render)))
 	}
 	if err := CheckHeaders(opts.Headers); err != nil {
 		return nil, fmt.Errorf("crawl: %w", err)

@@ -30,7 +30,13 @@ type htmlPage struct {
 	canonical string   // <link rel=canonical href>, if any
 	noindex   bool     // <meta name=robots content=noindex>
 	nofollow  bool     // <meta name=robots content=nofollow>
+	scripts   int      // <script> elements
+	text      int      // bytes of text in <body>, outside scripts, styles and templates
 }
+
+// isShell reports whether a page is a shell its scripts fill: scripts and
+// next to no text of its own.
+func (p htmlPage) isShell() bool { return p.scripts > 0 && p.text < shellText }
 
 // readHTML tokenises an HTML page for its links: a, area, frame and iframe
 // targets, and meta refresh. Links marked rel=nofollow are left out: wikis
@@ -38,19 +44,43 @@ type htmlPage struct {
 func readHTML(body []byte) htmlPage {
 	var p htmlPage
 	z := html.NewTokenizer(bytes.NewReader(body))
+	hidden := 0 // inside a script, style, template, noscript or title
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			return p
 		}
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+		switch tt {
+		case html.TextToken:
+			if hidden == 0 {
+				p.text += len(bytes.TrimSpace(z.Text()))
+			}
+			continue
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			switch atom.Lookup(name) {
+			case atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Title:
+				hidden = max(hidden-1, 0)
+			}
+			continue
+		case html.StartTagToken, html.SelfClosingTagToken:
+		default:
 			continue
 		}
 		name, hasAttr := z.TagName()
+		a := atom.Lookup(name)
+		switch a {
+		case atom.Script:
+			p.scripts++
+			fallthrough
+		case atom.Style, atom.Template, atom.Noscript, atom.Title:
+			if tt == html.StartTagToken {
+				hidden++
+			}
+		}
 		if !hasAttr {
 			continue
 		}
-		a := atom.Lookup(name)
 		switch a {
 		case atom.A, atom.Area, atom.Base, atom.Link, atom.Meta, atom.Frame, atom.Iframe:
 		default:

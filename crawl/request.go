@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/render"
 )
 
 // work sends one request and reads its answer. It runs in its own
@@ -251,6 +252,22 @@ func (r *run) fetchPage(res *result) {
 	sum := sha256.Sum256(body)
 	if ct == extract.MIMEHTML {
 		hp := readHTML(body)
+		if r.opts.Render == RenderAlways || r.opts.Render == RenderAuto && hp.isShell() {
+			page, err := r.render(final, body, declared)
+			switch {
+			case errors.Is(err, render.ErrNoBrowser):
+				skip(ReasonBrowser, false, "%s", render.ErrNoBrowser.Error())
+				return
+			case err != nil && r.ctx.Err() != nil:
+				skip(ReasonError, true, "the crawl was stopped")
+				return
+			case err != nil:
+				skip(ReasonError, true, "rendering the page: %s", clean(err))
+				return
+			}
+			body, declared = page, "text/html; charset=utf-8"
+			hp = readHTML(body)
+		}
 		base := final
 		if hp.base != "" {
 			if b, err := resolve(final, hp.base); err == nil {
@@ -289,6 +306,20 @@ func (r *run) fetchPage(res *result) {
 	}
 	res.hash = hex.EncodeToString(sum[:])
 	res.out = outOK
+}
+
+// render renders the page at u, whose body was read already, in the
+// headless browser; the request headers go with the page's own origin's
+// requests, as the crawler's do.
+func (r *run) render(u *url.URL, body []byte, declared string) ([]byte, error) {
+	if r.opts.Renderer == nil {
+		return nil, render.ErrNoBrowser
+	}
+	p := render.Page{URL: u.String(), Body: body, ContentType: declared}
+	if hostKey(u) == hostKey(r.start) {
+		p.Headers = r.opts.Headers
+	}
+	return r.opts.Renderer.Render(r.ctx, p)
 }
 
 // clean returns an error's message on one line.
