@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +51,33 @@ type CrawlOptions struct {
 	Scope    string   `json:"scope,omitempty"`
 	Include  []string `json:"include,omitempty"`
 	Exclude  []string `json:"exclude,omitempty"`
+	// DelayMS, when above 0, is the least time between two requests to
+	// the site, 0 to MaxDelayMS milliseconds; the server's
+	// MCP_crawl_delay_ms or the site's Crawl-delay may ask for more.
+	DelayMS int `json:"delay_ms,omitempty"`
+	// Render is never, auto (the default) or always: which pages are
+	// rendered in a headless browser (crawl.RenderMode).
+	Render string `json:"render,omitempty"`
+	// Headers are request headers for a private site (Authorization,
+	// Cookie), sent to the start URL's origin alone. They are stored with
+	// the source and never shown: the options' JSON leaves them out
+	// (HeaderNames gives their names).
+	Headers map[string]string `json:"-"`
+}
+
+// MaxDelayMS is the largest CrawlOptions.DelayMS.
+const MaxDelayMS = 60000
+
+// HeaderNames returns the names of the options' headers, sorted: what is
+// shown of them.
+func (o CrawlOptions) HeaderNames() []string {
+	return slices.Sorted(maps.Keys(o.Headers))
+}
+
+// storedOptions is the options column: the options with their headers.
+type storedOptions struct {
+	CrawlOptions
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Summary is what a sync did: the source's files added, updated, removed
@@ -117,7 +146,10 @@ func scanSource(row pgx.Row) (Source, error) {
 		src.LastSyncAt = *last
 	}
 	// Both columns are written by this package alone.
-	_ = json.Unmarshal(opts, &src.Options)
+	var stored storedOptions
+	_ = json.Unmarshal(opts, &stored)
+	src.Options = stored.CrawlOptions
+	src.Options.Headers = stored.Headers
 	_ = json.Unmarshal(summary, &src.LastSummary)
 	return src, nil
 }
@@ -130,7 +162,7 @@ func (s *Store) Ensure(ctx context.Context, conv, kind, root string, opts CrawlO
 	if err != nil {
 		return Source{}, err
 	}
-	raw, err := json.Marshal(opts)
+	raw, err := json.Marshal(storedOptions{CrawlOptions: opts, Headers: opts.Headers})
 	if err != nil {
 		return Source{}, fmt.Errorf("sources: %w", err)
 	}

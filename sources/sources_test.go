@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -105,6 +107,9 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256([]byte(body))
 	rec.Header().Set("ETag", `"`+hex.EncodeToString(sum[:8])+`"`)
 	rec.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if strings.HasSuffix(r.URL.Path, ".md") {
+		rec.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	}
 	http.ServeContent(rec, r, "", time.Time{}, strings.NewReader(body))
 }
 
@@ -294,10 +299,13 @@ func TestDeleteSourceKeepsOtherFiles(t *testing.T) {
 	e := newEnv(t)
 	s := newSite(t)
 	ctx := context.Background()
-	// A file uploaded before holds the same bytes as one page: it is the
-	// upload's, and stays.
-	upload := page("Buoys", "Red buoys mark the port side of the channel.")
-	f, err := e.in.Ingest(ctx, "c", "buoys.html", "text/html", []byte(upload))
+	// A file uploaded before holds the same bytes as one page (a
+	// Markdown file: what is stored of an HTML page is its main content):
+	// it is the upload's, and stays.
+	upload := "# Buoys\n\nRed buoys mark the port side of the channel.\n"
+	s.set("/docs/", page("Manual", `<a href="a">A</a> <a href="b">B</a> <a href="c">C</a> <a href="buoys.md">Buoys</a>`))
+	s.set("/docs/buoys.md", upload)
+	f, err := e.in.Ingest(ctx, "c", "buoys.md", "text/markdown", []byte(upload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +315,7 @@ func TestDeleteSourceKeepsOtherFiles(t *testing.T) {
 	}
 	e.wait(t, j.ID)
 	list, err := e.svc.List(ctx, "c")
-	if err != nil || len(list) != 1 || list[0].Pages != 5 {
+	if err != nil || len(list) != 1 || list[0].Pages != 6 {
 		t.Fatalf("sources: %+v %v", list, err)
 	}
 	n, err := e.svc.Delete(ctx, list[0])
@@ -315,7 +323,7 @@ func TestDeleteSourceKeepsOtherFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, _ := e.docs.ListFiles(ctx, "c")
-	if n != 4 || len(files) != 1 || files[0].ID != f.ID {
+	if n != 5 || len(files) != 1 || files[0].ID != f.ID {
 		t.Fatalf("deleted %d files, left %+v", n, files)
 	}
 	if _, err := e.svc.Get(ctx, src.ID); err == nil {
@@ -418,5 +426,77 @@ func TestPeriodicSyncStartsOneJobPerSource(t *testing.T) {
 	}
 	if page, _ := e.r.List(ctx, "c", "", 10, ""); page.Total != 2 {
 		t.Fatalf("%d jobs after a sync that was not due, want 2", page.Total)
+	}
+}
+
+// TestPrivateSiteHeaders crawls a site that answers only requests with its
+// cookie: the source keeps the header, a later sync sends it again, and
+// what the source shows of it is its name.
+func TestPrivateSiteHeaders(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Cookie") != "sid=s3cret" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		switch r.URL.Path {
+		case "/wiki/":
+			fmt.Fprint(w, page("Wiki", `The team's wiki. <a href="ops">Ops</a>`))
+		case "/wiki/ops":
+			fmt.Fprint(w, page("Ops", "The pager rotates every Monday at nine."))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	opts := CrawlOptions{Headers: map[string]string{"Cookie": "sid=s3cret"}, DelayMS: 5, Render: "never"}
+	j, src, err := e.svc.Crawl(ctx, "c", srv.URL+"/wiki/", opts, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j = e.wait(t, j.ID); j.Status != jobs.Succeeded || j.Report.Counts["added"] != 2 {
+		t.Fatalf("crawl: %+v", j)
+	}
+	got, err := e.svc.Get(ctx, src.ID)
+	if err != nil || got.Options.Headers["Cookie"] != "sid=s3cret" || got.Options.DelayMS != 5 || got.Options.Render != "never" {
+		t.Fatalf("source %+v %v", got.Options, err)
+	}
+	if names := got.Options.HeaderNames(); !slices.Equal(names, []string{"Cookie"}) {
+		t.Errorf("header names %q", names)
+	}
+	// The options' JSON, which the tools show, leaves the values out.
+	raw, _ := json.Marshal(got.Options)
+	if strings.Contains(string(raw), "s3cret") || strings.Contains(string(raw), "headers") {
+		t.Errorf("options as JSON: %s", raw)
+	}
+	j, err = e.svc.Sync(ctx, got, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j = e.wait(t, j.ID); j.Status != jobs.Succeeded || j.Report.Counts["unchanged"] != 2 {
+		t.Fatalf("sync: %+v", j)
+	}
+}
+
+func TestCrawlOptionsChecked(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		opts CrawlOptions
+		want string
+	}{
+		{CrawlOptions{DelayMS: -1}, "delay_ms -1 must be between 0 and 60000"},
+		{CrawlOptions{DelayMS: 60001}, "delay_ms 60001 must be between 0 and 60000"},
+		{CrawlOptions{Render: "sometimes"}, `render "sometimes" must be never, auto or always`},
+		{CrawlOptions{Headers: map[string]string{"Cookie": "a\r\nb"}}, "headers: the value of Cookie holds a line break"},
+		{CrawlOptions{Headers: map[string]string{"X-Big": strings.Repeat("x", 9000)}}, "headers: 9005 bytes, more than 8192"},
+	} {
+		_, _, err := e.svc.Crawl(context.Background(), "c", "https://example.com/", tc.opts, "test")
+		if !errors.Is(err, docs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	if list, _ := e.svc.List(context.Background(), "c"); len(list) != 0 {
+		t.Errorf("refused options recorded a source: %+v", list)
 	}
 }

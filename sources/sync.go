@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,7 +20,8 @@ type Syncer struct {
 	st     *Store
 	client crawl.Client
 	// base are the crawl options every site starts from: the user agent,
-	// the politeness delay, requests per host, the page size limit.
+	// requests per host and the least delay (MCP_crawl_delay_ms), the page
+	// size limit, the renderer of pages built by scripts.
 	base crawl.Options
 	log  *slog.Logger
 	// reportEvery spaces the job's progress reports.
@@ -45,6 +47,9 @@ func (sy *Syncer) Kinds() map[string]jobs.KindFunc {
 
 // CheckOptions validates a site's crawl options as the crawler takes them.
 func (sy *Syncer) CheckOptions(opts CrawlOptions) error {
+	if opts.DelayMS < 0 || opts.DelayMS > MaxDelayMS {
+		return fmt.Errorf("%w: delay_ms %d must be between 0 and %d", docs.ErrInvalidArgument, opts.DelayMS, MaxDelayMS)
+	}
 	_, err := crawl.New(sy.client, sy.crawlOptions(opts))
 	if err != nil {
 		return fmt.Errorf("%w: %w", docs.ErrInvalidArgument, err)
@@ -52,10 +57,21 @@ func (sy *Syncer) CheckOptions(opts CrawlOptions) error {
 	return nil
 }
 
+// crawlOptions are the crawler's options for a site: the Syncer's base
+// with the site's own. The site's delay may lengthen the base's, not
+// shorten it.
 func (sy *Syncer) crawlOptions(opts CrawlOptions) crawl.Options {
 	o := sy.base
 	o.MaxPages, o.MaxDepth, o.Scope = opts.MaxPages, opts.MaxDepth, crawl.Scope(opts.Scope)
 	o.Include, o.Exclude = opts.Include, opts.Exclude
+	o.Delay = max(o.Delay, time.Duration(opts.DelayMS)*time.Millisecond)
+	o.Render = crawl.RenderMode(opts.Render)
+	if len(opts.Headers) > 0 {
+		o.Headers = http.Header{}
+		for name, v := range opts.Headers {
+			o.Headers[http.CanonicalHeaderKey(name)] = []string{v}
+		}
+	}
 	return o
 }
 
