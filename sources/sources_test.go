@@ -302,7 +302,7 @@ func TestDeleteSourceKeepsOtherFiles(t *testing.T) {
 	// A file uploaded before holds the same bytes as one page (a
 	// Markdown file: what is stored of an HTML page is its main content):
 	// it is the upload's, and stays.
-	upload := "# Buoys\n\nRed buoys mark the port side of the channel.\n"
+	upload := "# Buoy notes\n\nRed buoys to port, green buoys to starboard.\n"
 	s.set("/docs/", page("Manual", `<a href="a">A</a> <a href="b">B</a> <a href="c">C</a> <a href="buoys.md">Buoys</a>`))
 	s.set("/docs/buoys.md", upload)
 	f, err := e.in.Ingest(ctx, "c", "buoys.md", "text/markdown", []byte(upload))
