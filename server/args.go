@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,7 +129,42 @@ func explainValue(name string, p *jsonschema.Schema, raw json.RawMessage) (strin
 			return fmt.Sprintf("%s must be %s %s, not true or false", name, article(want), want), true
 		}
 	case map[string]any:
-		return fmt.Sprintf("%s must be %s %s, not an object", name, article(want), want), true
+		if want != "object" {
+			return fmt.Sprintf("%s must be %s %s, not an object", name, article(want), want), true
+		}
+		return explainObject(name, p, x)
+	}
+	return "", false
+}
+
+// explainObject checks the properties of an object argument (add_document's
+// crawl), naming them as crawl.delay_ms, and the entries of a map
+// (crawl.headers["Cookie"]).
+func explainObject(name string, p *jsonschema.Schema, x map[string]any) (string, bool) {
+	if p.MaxProperties != nil && len(x) > *p.MaxProperties {
+		return fmt.Sprintf("%s has %d entries: send at most %d", name, len(x), *p.MaxProperties), true
+	}
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		sub, known := p.Properties[k]
+		where := name + "." + k
+		if !known {
+			sub = p.AdditionalProperties
+			where = fmt.Sprintf("%s[%q]", name, clip(k, 40))
+			switch {
+			case sub == nil:
+				continue
+			case sub.Not != nil:
+				// additionalProperties: false
+				return fmt.Sprintf("unknown argument %s: %s takes %s", where, name, strings.Join(slices.Sorted(maps.Keys(p.Properties)), ", ")), true
+			}
+		}
+		raw, err := json.Marshal(x[k])
+		if err != nil {
+			continue
+		}
+		if msg, ok := explainValue(where, sub, raw); ok {
+			return msg, true
+		}
 	}
 	return "", false
 }

@@ -234,7 +234,8 @@ func TestDocsToolsEndToEnd(t *testing.T) {
 func TestGetChunkNeighbours(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
 	var doc strings.Builder
-	for i := range 12 {
+	// Twenty sections: a Markdown file's chunks end at its sections.
+	for i := range 20 {
 		fmt.Fprintf(&doc, "## Section %d\n\nSection %d explains step %d of the lighthouse routine: trim the wick, polish the lens, log the weather, and wind the clockwork that turns the light.\n\n", i, i, i)
 	}
 	text := doc.String()

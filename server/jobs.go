@@ -267,6 +267,7 @@ func addDocumentTool() declared {
 				g.Items.MaxLength = ptr(512)
 			}
 		}
+		constrainCrawl(c)
 	}, jobTools.addDocument, func(c config.Config) time.Duration {
 		// The longest wait, and the time to store what was sent.
 		return maxWait*time.Second + max(c.ToolTimeout, 30*time.Second)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsearch/mcpsearch/crawl"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/sources"
 )
@@ -25,15 +26,32 @@ type Sources interface {
 
 // CrawlInput is add_document's crawl object: the URL is a site to crawl.
 type CrawlInput struct {
-	MaxPages int      `json:"max_pages,omitempty" jsonschema:"the most pages fetched, 1 to 20000 (default 500)"`
-	MaxDepth int      `json:"max_depth,omitempty" jsonschema:"how many links away from the start page to go, 0 to 50 (default 5)"`
-	Scope    string   `json:"scope,omitempty" jsonschema:"which links are followed: prefix (pages under the start URL, the default), host (the whole host) or domain (the host and its sibling subdomains)"`
-	Include  []string `json:"include,omitempty" jsonschema:"only pages whose path matches one of these globs, such as /docs/** (* within a segment, ** across)"`
-	Exclude  []string `json:"exclude,omitempty" jsonschema:"leave out pages whose path matches one of these globs, such as **/changelog*"`
+	MaxPages int               `json:"max_pages,omitempty" jsonschema:"the most pages fetched, 1 to 20000 (default 500)"`
+	MaxDepth int               `json:"max_depth,omitempty" jsonschema:"how many links away from the start page to go, 0 to 50 (default 5)"`
+	Scope    string            `json:"scope,omitempty" jsonschema:"which links are followed: prefix (pages under the start URL, the default), host (the whole host) or domain (the host and its sibling subdomains)"`
+	Include  []string          `json:"include,omitempty" jsonschema:"only pages whose path matches one of these globs, such as /docs/** (* within a segment, ** across)"`
+	Exclude  []string          `json:"exclude,omitempty" jsonschema:"leave out pages whose path matches one of these globs, such as **/changelog*"`
+	DelayMS  int               `json:"delay_ms,omitempty" jsonschema:"the least time between two requests to the site, in milliseconds, 0 to 60000 (default 0: none, the crawl slows itself when the site does)"`
+	Render   string            `json:"render,omitempty" jsonschema:"which pages are rendered in a headless browser before they are read: auto (the default: pages that scripts build, whose HTML holds next to no text), never or always"`
+	Headers  map[string]string `json:"headers,omitempty" jsonschema:"request headers for a private site, such as Authorization or Cookie: sent only to the start URL's own host (never after a redirect elsewhere), stored with the source for its syncs, never shown back (list_sources gives their names)"`
 }
 
 func (c CrawlInput) options() sources.CrawlOptions {
-	return sources.CrawlOptions{MaxPages: c.MaxPages, MaxDepth: c.MaxDepth, Scope: c.Scope, Include: c.Include, Exclude: c.Exclude}
+	return sources.CrawlOptions{MaxPages: c.MaxPages, MaxDepth: c.MaxDepth, Scope: c.Scope, Include: c.Include, Exclude: c.Exclude,
+		DelayMS: c.DelayMS, Render: c.Render, Headers: c.Headers}
+}
+
+// constrainCrawl sets the limits of the crawl object's new options in
+// add_document's input schema.
+func constrainCrawl(c *jsonschema.Schema) {
+	d := prop(c, "delay_ms")
+	d.Minimum, d.Maximum = ptr(0.0), ptr(float64(sources.MaxDelayMS))
+	prop(c, "render").Enum = enum(string(crawl.RenderNever), string(crawl.RenderAuto), string(crawl.RenderAlways))
+	h := prop(c, "headers")
+	h.MaxProperties = ptr(32)
+	if h.AdditionalProperties != nil {
+		h.AdditionalProperties.MaxLength = ptr(crawl.MaxHeaderBytes)
+	}
 }
 
 // ListSourcesInput is list_sources' arguments.
@@ -65,6 +83,9 @@ type SourceInfo struct {
 	// Root is a site's start URL or a folder's path.
 	Root    string               `json:"root"`
 	Options sources.CrawlOptions `json:"options"`
+	// HeaderNames names the request headers a site's crawl sends; their
+	// values are never shown.
+	HeaderNames []string `json:"header_names,omitempty"`
 	// Pages counts the pages or files the source knows, Files the files
 	// holding them.
 	Pages      int    `json:"pages"`
@@ -150,7 +171,7 @@ func (t sourceTools) ping(ctx context.Context) error { return t.jobs.store.Ping(
 // sourceInfo renders a source.
 func sourceInfo(src sources.Source) SourceInfo {
 	return SourceInfo{SourceID: src.ID, ConversationID: src.ConversationID, Kind: src.Kind, Root: src.Root, Options: src.Options,
-		Pages: src.Pages, Files: src.Files, CreatedAt: stamp(src.CreatedAt), LastSyncAt: stamp(src.LastSyncAt), LastJobID: src.LastJobID,
+		HeaderNames: src.Options.HeaderNames(), Pages: src.Pages, Files: src.Files, CreatedAt: stamp(src.CreatedAt), LastSyncAt: stamp(src.LastSyncAt), LastJobID: src.LastJobID,
 		LastSync: src.LastSummary}
 }
 

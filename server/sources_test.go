@@ -1,16 +1,24 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsearch/mcpsearch/audit"
 	"github.com/mcpsearch/mcpsearch/config"
 	"github.com/mcpsearch/mcpsearch/crawl"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/jobs"
 	"github.com/mcpsearch/mcpsearch/sources"
 )
@@ -102,4 +110,140 @@ func TestSiteSourceTools(t *testing.T) {
 	if res := h.call(t, "sync_source", map[string]any{"source_id": docs.NewID("g")}); !res.IsError || !strings.Contains(toolErr(t, res).Message, "not found") {
 		t.Errorf("sync of an unknown source: %s", textOf(res))
 	}
+}
+
+// TestCrawlHeadersNeverShown crawls a private site with a cookie: the
+// crawl reads it, and neither list_sources, the HTTP API, the audit nor the
+// logs show the cookie's value, only its name. Headers that cannot be sent
+// and the other new options out of range are invalid arguments that name
+// them.
+func TestCrawlHeadersNeverShown(t *testing.T) {
+	const secret = "sid=s3cret-value"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Cookie") != secret {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		switch r.URL.Path {
+		case "/wiki/":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html><body><h1>Wiki</h1><p>The team's wiki.</p><a href="ops">Ops</a></body></html>`))
+		case "/wiki/ops":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html><body><h1>Ops</h1><p>The pager rotates every Monday at nine.</p></body></html>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	cfg := config.Default()
+	cfg.Transports = []string{"http"}
+	cfg.FetchURLAllowHosts = []string{"127.0.0.1"}
+	cfg.RateLimit = config.RateLimit{PerMinute: 6000, Burst: 1000}
+	// The write tools' own lower defaults would limit the calls below.
+	cfg.BuiltinRateLimits = nil
+	var d Deps
+	st := setDocs(t, &d, pgtest.NewDatabase(t))
+	withSources(t, &d)
+	w := audit.NewWriter(st.Pool(), audit.Options{FlushInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	d.Audit = w
+	logs := &logBuffer{}
+	s := New(cfg, d, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), "test")
+	hs := httptest.NewServer(s.Handler())
+	defer hs.Close()
+	h := &harness{srv: s, session: connect(t, s.MCP("stdio"))}
+
+	res := h.call(t, "add_document", map[string]any{"conversation_id": "g", "url": srv.URL + "/wiki/", "wait_seconds": 30,
+		"crawl": map[string]any{"headers": map[string]any{"Cookie": secret}, "delay_ms": 1, "render": "never"}})
+	out := decode[AddDocumentOutput](t, res)
+	if out.Status != "succeeded" || out.Report == nil || out.Report.Counts["added"] != 2 {
+		t.Fatalf("crawl: %+v %s", out, textOf(res))
+	}
+	shown := map[string]string{"add_document": string(mustJSON(t, res))}
+	res = h.call(t, "list_sources", map[string]any{"conversation_id": "g"})
+	list := decode[ListSourcesOutput](t, res)
+	if len(list.Sources) != 1 || strings.Join(list.Sources[0].HeaderNames, ",") != "Cookie" || list.Sources[0].Options.DelayMS != 1 || list.Sources[0].Options.Render != "never" {
+		t.Fatalf("list_sources: %+v", list)
+	}
+	shown["list_sources"] = string(mustJSON(t, res))
+	resp, err := http.Get(hs.URL + "/v1/conversations/g/sources")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var api ListSourcesOutput
+	if err := json.Unmarshal(body, &api); err != nil || resp.StatusCode != http.StatusOK || len(api.Sources) != 1 || strings.Join(api.Sources[0].HeaderNames, ",") != "Cookie" {
+		t.Fatalf("GET sources: %s %s", resp.Status, body)
+	}
+	shown["GET /v1/conversations/g/sources"] = string(body)
+	// The audit keeps the calls, with the header's name and not its value.
+	var rows []audit.Entry
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rows, err = audit.Tail(context.Background(), st.Pool(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	var crawled bool
+	for _, e := range rows {
+		shown["audit "+e.ToolName] = string(e.Arguments) + string(e.Result) + e.Error
+		var args struct {
+			Crawl struct {
+				Headers map[string]string `json:"headers"`
+			} `json:"crawl"`
+		}
+		if e.ToolName == "add_document" && json.Unmarshal(e.Arguments, &args) == nil {
+			crawled = crawled || args.Crawl.Headers["Cookie"] == "[REDACTED]"
+		}
+	}
+	if !crawled {
+		t.Errorf("no audit row of the crawl with the header's name: %+v", rows)
+	}
+	logs.mu.Lock()
+	shown["logs"] = logs.b.String()
+	logs.mu.Unlock()
+	for where, text := range shown {
+		if strings.Contains(text, "s3cret") {
+			t.Errorf("%s shows the header's value: %s", where, text)
+		}
+	}
+
+	for _, bad := range []struct {
+		crawl   map[string]any
+		message string
+	}{
+		{map[string]any{"delay_ms": -1}, "crawl.delay_ms -1 is out of range: send 0 to 60000"},
+		{map[string]any{"delay_ms": 60001}, "crawl.delay_ms 60001 is out of range: send 0 to 60000"},
+		{map[string]any{"render": "sometimes"}, `unknown crawl.render "sometimes": send never, auto or always`},
+		{map[string]any{"headers": map[string]any{"Cookie": "a\r\nHost: evil"}}, "headers: the value of Cookie holds a line break"},
+		{map[string]any{"headers": map[string]any{"X-Big": strings.Repeat("x", 9000)}}, `crawl.headers["X-Big"] has 9000 characters: send at most 8192`},
+		{map[string]any{"headers": map[string]any{"X-A": strings.Repeat("x", 5000), "X-B": strings.Repeat("x", 5000)}}, "headers: 10006 bytes, more than 8192"},
+		{map[string]any{"headers": map[string]any{"User-Agent": "x"}}, "headers: User-Agent is set by the crawler itself"},
+	} {
+		res := h.call(t, "add_document", map[string]any{"conversation_id": "g", "url": srv.URL + "/wiki/", "crawl": bad.crawl})
+		if !res.IsError {
+			t.Errorf("accepted %v: %s", bad.crawl, textOf(res))
+			continue
+		}
+		if te := toolErr(t, res); te.Code != CodeToolError || !strings.HasPrefix(te.Message, "invalid arguments: ") || !strings.Contains(te.Message, bad.message) ||
+			strings.Contains(te.Message, "xxxxxxxx") || strings.Contains(te.Message, "evil") {
+			t.Errorf("%.80v: %+v, want %q", bad.crawl, te, bad.message)
+		}
+	}
+}
+
+// mustJSON is a call's result as JSON: its text and structured content.
+func mustJSON(t *testing.T, res *mcp.CallToolResult) []byte {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
