@@ -332,45 +332,77 @@ func (s *Store) Pages(ctx context.Context, src Source) (map[string]Page, error) 
 // none), and deletes the file it held before when nothing holds it any
 // more; it reports whether it deleted one.
 func (s *Store) SavePage(ctx context.Context, src Source, p Page) (bool, error) {
-	var file, modified any
-	if p.FileID != "" {
-		file = p.FileID
+	n, err := s.SavePages(ctx, src, []Page{p})
+	return n > 0, err
+}
+
+// SavePages records pages ps of source src, as SavePage does, in one
+// transaction: a crawl stores its pages in batches. It returns how many
+// files it deleted.
+func (s *Store) SavePages(ctx context.Context, src Source, ps []Page) (int, error) {
+	if len(ps) == 0 {
+		return 0, nil
 	}
-	if !p.ModifiedAt.IsZero() {
-		modified = p.ModifiedAt
+	urls := make([]string, len(ps))
+	for i, p := range ps {
+		urls[i] = p.URL
 	}
-	links := p.Links
-	if links == nil {
-		links = []string{}
-	}
-	// The file the page held before, then the page: one transaction, the
-	// row locked in between (a distributed database takes no subquery in
-	// an INSERT).
-	var before *string
+	// The files the pages held before, then the pages: one transaction,
+	// the rows locked in between (a distributed database takes no
+	// subquery in an INSERT).
+	before := map[string]string{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			SELECT file_id::text FROM source_pages WHERE conversation_id = $1 AND source_id = $2 AND url = $3 FOR UPDATE`,
-			src.ConversationID, src.ID, p.URL).Scan(&before)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		rows, err := tx.Query(ctx, `
+			SELECT url, file_id::text FROM source_pages
+			WHERE conversation_id = $1 AND source_id = $2 AND url = ANY($3::text[]) AND file_id IS NOT NULL FOR UPDATE`,
+			src.ConversationID, src.ID, urls)
+		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO source_pages AS p (conversation_id, source_id, url, file_id, etag, last_modified, content_hash, links, size_bytes, modified_at, synced_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
-			ON CONFLICT (conversation_id, source_id, url) DO UPDATE
-			SET file_id = excluded.file_id, etag = excluded.etag, last_modified = excluded.last_modified, content_hash = excluded.content_hash,
-			    links = excluded.links, size_bytes = excluded.size_bytes, modified_at = excluded.modified_at, synced_at = excluded.synced_at`,
-			src.ConversationID, src.ID, p.URL, file, p.ETag, p.LastModified, p.Hash, links, p.SizeBytes, modified)
-		return err
+		for rows.Next() {
+			var u, f string
+			if err := rows.Scan(&u, &f); err != nil {
+				rows.Close()
+				return err
+			}
+			before[u] = f
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, p := range ps {
+			var file, modified any
+			if p.FileID != "" {
+				file = p.FileID
+			}
+			if !p.ModifiedAt.IsZero() {
+				modified = p.ModifiedAt
+			}
+			links := p.Links
+			if links == nil {
+				links = []string{}
+			}
+			b.Queue(`
+				INSERT INTO source_pages AS p (conversation_id, source_id, url, file_id, etag, last_modified, content_hash, links, size_bytes, modified_at, synced_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+				ON CONFLICT (conversation_id, source_id, url) DO UPDATE
+				SET file_id = excluded.file_id, etag = excluded.etag, last_modified = excluded.last_modified, content_hash = excluded.content_hash,
+				    links = excluded.links, size_bytes = excluded.size_bytes, modified_at = excluded.modified_at, synced_at = excluded.synced_at`,
+				src.ConversationID, src.ID, p.URL, file, p.ETag, p.LastModified, p.Hash, links, p.SizeBytes, modified)
+		}
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return false, dbError("sources: record page", err)
+		return 0, dbError("sources: record pages", err)
 	}
-	if before == nil || *before == p.FileID {
-		return false, nil
+	var replaced []*string
+	for _, p := range ps {
+		if f, ok := before[p.URL]; ok && f != p.FileID {
+			replaced = append(replaced, &f)
+		}
 	}
-	n, err := s.dropOrphans(ctx, src, []*string{before})
-	return n > 0, err
+	return s.dropOrphans(ctx, src, replaced)
 }
 
 // RemovePages forgets pages urls of source src and deletes the files only

@@ -146,22 +146,50 @@ func (sy *Syncer) Run(ctx context.Context, r *jobs.Runner, j jobs.Job) error {
 			sy.log.Warn("sources: cannot record a sync's report", "job_id", j.ID, "error", err)
 		}
 	}
-	emit := func(p crawl.Page) error {
-		switch p.Status {
-		case crawl.StatusNew, crawl.StatusChanged:
-			return sy.store(ctx, r, j, src, pages, p, &sum, &mu)
-		case crawl.StatusUnchanged:
-			old := pages[p.URL]
-			if _, err := sy.st.SavePage(ctx, src, Page{URL: p.URL, FileID: old.FileID,
-				Known: crawl.Known{ETag: p.ETag, LastModified: p.LastModified, Hash: p.Hash, Links: p.Links}}); err != nil {
-				return err
+	// Pages are stored in batches by a goroutine of their own while the
+	// crawl goes on: stored one at a time, the database's round trips
+	// would set the crawl's pace.
+	cctx, stopCrawl := context.WithCancelCause(ctx)
+	defer stopCrawl(nil)
+	queue := make(chan crawl.Page, storeBatch)
+	stored := make(chan struct{})
+	var storeErr error
+	go func() {
+		defer close(stored)
+		for p := range queue {
+			batch := []crawl.Page{p}
+		fill:
+			for len(batch) < storeBatch {
+				select {
+				case q, ok := <-queue:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, q)
+				default:
+					break fill
+				}
 			}
-			mu.Lock()
-			sum.Unchanged++
-			mu.Unlock()
+			if storeErr != nil {
+				continue
+			}
+			if err := sy.store(ctx, r, j, src, pages, batch, &sum, &mu); err != nil {
+				storeErr = err
+				stopCrawl(err)
+			}
 		}
-		// Gone pages are removed with the others after the crawl.
-		return nil
+	}()
+	emit := func(p crawl.Page) error {
+		if p.Status == crawl.StatusGone {
+			// Gone pages are removed with the others after the crawl.
+			return nil
+		}
+		select {
+		case queue <- p:
+			return nil
+		case <-cctx.Done():
+			return context.Cause(cctx)
+		}
 	}
 	progress := func(s crawl.Stats) {
 		mu.Lock()
@@ -175,7 +203,12 @@ func (sy *Syncer) Run(ctx context.Context, r *jobs.Runner, j jobs.Job) error {
 			report(false)
 		}
 	}
-	cs, cerr := c.Crawl(ctx, src.Root, known, emit, progress)
+	cs, cerr := c.Crawl(cctx, src.Root, known, emit, progress)
+	close(queue)
+	<-stored
+	if storeErr != nil && cerr == nil {
+		cerr = storeErr
+	}
 	sum.Fetched, sum.NotModified, sum.Limited = cs.Fetched, cs.NotModified, cs.Limited
 	for reason, n := range cs.Skipped {
 		sum.Skipped[string(reason)] += n
@@ -207,32 +240,70 @@ func (sy *Syncer) Run(ctx context.Context, r *jobs.Runner, j jobs.Job) error {
 	return nil
 }
 
-// store stores a new or changed page as a file of job j and records it.
-func (sy *Syncer) store(ctx context.Context, r *jobs.Runner, j jobs.Job, src Source, pages map[string]Page, p crawl.Page, sum *Summary, mu *sync.Mutex) error {
-	up := docs.Upload{FileName: p.FileName(), MIMEType: p.ContentType, Source: p.URL, Data: p.Body}
-	files, errs, err := r.StoreFiles(ctx, j, []docs.Upload{up})
-	if err != nil {
+// storeBatch is the most pages stored at once.
+const storeBatch = 64
+
+// store stores the new and changed pages of batch as files of job j, and
+// records every page of it.
+func (sy *Syncer) store(ctx context.Context, r *jobs.Runner, j jobs.Job, src Source, pages map[string]Page, batch []crawl.Page, sum *Summary, mu *sync.Mutex) error {
+	var ups []docs.Upload
+	var at []int
+	for i, p := range batch {
+		if p.Status == crawl.StatusNew || p.Status == crawl.StatusChanged {
+			ups = append(ups, docs.Upload{FileName: p.FileName(), MIMEType: p.ContentType, Source: p.URL, Data: p.Body})
+			at = append(at, i)
+		}
+	}
+	fileOf := make([]string, len(batch))
+	refused := make([]bool, len(batch))
+	if len(ups) > 0 {
+		files, errs, err := r.StoreFiles(ctx, j, ups)
+		if err != nil {
+			return err
+		}
+		for k, i := range at {
+			if errs[k] != nil {
+				refused[i] = true
+			} else {
+				fileOf[i] = files[k].ID
+			}
+		}
+	}
+	var save []Page
+	var forget []string
+	var added, updated, unchanged, refusals int
+	for i, p := range batch {
+		known := crawl.Known{ETag: p.ETag, LastModified: p.LastModified, Hash: p.Hash, Links: p.Links}
+		switch _, had := pages[p.URL]; {
+		case p.Status == crawl.StatusUnchanged:
+			save = append(save, Page{URL: p.URL, FileID: pages[p.URL].FileID, Known: known})
+			unchanged++
+		case refused[i]:
+			// Refused (type, size): counted in the job's refusals, and the
+			// page is forgotten so that a later sync tries it again.
+			forget = append(forget, p.URL)
+			refusals++
+		default:
+			save = append(save, Page{URL: p.URL, FileID: fileOf[i], Known: known})
+			if had && p.Status == crawl.StatusChanged {
+				updated++
+			} else {
+				added++
+			}
+		}
+	}
+	if _, err := sy.st.SavePages(ctx, src, save); err != nil {
 		return err
 	}
-	if errs[0] != nil {
-		// Refused (type, size): counted in the job's refusals, and the
-		// page is forgotten so that a later sync tries it again.
-		mu.Lock()
-		sum.Skipped["refused"]++
-		mu.Unlock()
-		_, err := sy.st.RemovePages(ctx, src, []string{p.URL})
-		return err
-	}
-	_, err = sy.st.SavePage(ctx, src, Page{URL: p.URL, FileID: files[0].ID,
-		Known: crawl.Known{ETag: p.ETag, LastModified: p.LastModified, Hash: p.Hash, Links: p.Links}})
-	if err != nil {
+	if _, err := sy.st.RemovePages(ctx, src, forget); err != nil {
 		return err
 	}
 	mu.Lock()
-	if _, ok := pages[p.URL]; ok && p.Status == crawl.StatusChanged {
-		sum.Updated++
-	} else {
-		sum.Added++
+	sum.Added += added
+	sum.Updated += updated
+	sum.Unchanged += unchanged
+	if refusals > 0 {
+		sum.Skipped["refused"] += refusals
 	}
 	mu.Unlock()
 	return nil
