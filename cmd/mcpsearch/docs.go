@@ -201,7 +201,8 @@ func runIngest(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	usage := usageError{errors.New("usage: mcpsearch ingest --conversation ID PATH|URL... (files, folders or http(s) URLs), " +
-		"or --sync DIR, or --crawl URL [--max-pages N --max-depth N --scope prefix|host|domain --include GLOB --exclude GLOB]")}
+		"or --sync DIR, or --crawl URL [--max-pages N --max-depth N --scope prefix|host|domain --include GLOB --exclude GLOB " +
+		"--delay-ms N --render auto|never|always --header 'Name: value']")}
 	switch {
 	case strings.TrimSpace(conv) == "":
 		return usage

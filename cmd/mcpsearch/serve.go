@@ -190,7 +190,10 @@ func newServer(ctx context.Context, cfg config.Config, log *slog.Logger, tp trac
 			// Sites are crawled and synced through fetch_url's client.
 			var syncer *sources.Syncer
 			if fc, ok := deps.Fetch.(*fetch.Client); ok {
-				syncer = sources.NewSyncer(sources.NewStore(st), fc, crawlBase(cfg), log)
+				// Closed after the runner, whose crawls render with it.
+				rd := newRenderer(cfg, fc, log)
+				closers = append(closers, rd.Close)
+				syncer = sources.NewSyncer(sources.NewStore(st), fc, crawlBase(cfg, rd), log)
 				opts.Kinds = syncer.Kinds()
 			}
 			runner := jobs.NewRunner(jobs.NewStore(st), in, opts)

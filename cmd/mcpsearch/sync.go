@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 	"github.com/mcpsearch/mcpsearch/crawl"
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/fetch"
 	"github.com/mcpsearch/mcpsearch/jobs"
+	"github.com/mcpsearch/mcpsearch/render"
 	"github.com/mcpsearch/mcpsearch/sources"
 )
 
@@ -27,6 +30,7 @@ import (
 type crawlFlags struct {
 	opts             sources.CrawlOptions
 	include, exclude globList
+	headers          headerList
 }
 
 func (c *crawlFlags) register(fs *flag.FlagSet) {
@@ -35,12 +39,36 @@ func (c *crawlFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.opts.Scope, "scope", "", "with --crawl, the pages followed: prefix (of the start URL, the default), host or domain")
 	fs.Var(&c.include, "include", "with --crawl, keep only pages whose path matches this glob (/docs/**); repeatable")
 	fs.Var(&c.exclude, "exclude", "with --crawl, leave out pages whose path matches this glob (**/changelog*); repeatable")
+	fs.IntVar(&c.opts.DelayMS, "delay-ms", 0, fmt.Sprintf("with --crawl, the least time between two requests to the site, in milliseconds (0 to %d; default none: the crawl slows itself when the site does)", sources.MaxDelayMS))
+	fs.StringVar(&c.opts.Render, "render", "", "with --crawl, which pages are rendered in headless Chromium: auto (pages that scripts build, the default), never or always")
+	fs.Var(&c.headers, "header", "with --crawl, a request header for a private site, 'Name: value' (Authorization, Cookie), sent to the start URL's host alone and kept with the source; repeatable")
 }
 
 func (c *crawlFlags) options() sources.CrawlOptions {
 	o := c.opts
 	o.Include, o.Exclude = c.include, c.exclude
+	if len(c.headers) > 0 {
+		o.Headers = map[string]string(c.headers)
+	}
 	return o
+}
+
+// headerList is the repeatable --header flag: "Name: value".
+type headerList map[string]string
+
+// String names the headers, never their values: flag shows it in errors.
+func (l *headerList) String() string { return strings.Join(slices.Sorted(maps.Keys(*l)), ", ") }
+
+func (l *headerList) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if name = strings.TrimSpace(name); !ok || name == "" {
+		return errors.New("want 'Name: value', such as 'Authorization: Bearer ...'")
+	}
+	if *l == nil {
+		*l = headerList{}
+	}
+	(*l)[name] = strings.TrimSpace(value)
+	return nil
 }
 
 // globList is a repeatable flag.
@@ -60,6 +88,7 @@ type syncRun struct {
 	runner *jobs.Runner
 	src    *sources.Store
 	syncer *sources.Syncer
+	render *render.Renderer
 }
 
 // openSyncRun opens the database, an ingester and a syncRun on them; the
@@ -81,7 +110,7 @@ func openSyncRun(ctx context.Context, env *environment, cfg config.Config) (*syn
 		pool.Close()
 		return nil, nil, err
 	}
-	return s, func() { s.runner.Close(); in.Close(); pool.Close() }, nil
+	return s, func() { s.runner.Close(); s.render.Close(); in.Close(); pool.Close() }, nil
 }
 
 func newSyncRun(env *environment, cfg config.Config, st *docs.Store, in *docs.Ingester) (*syncRun, error) {
@@ -90,16 +119,26 @@ func newSyncRun(env *environment, cfg config.Config, st *docs.Store, in *docs.In
 		return nil, err
 	}
 	srcs := sources.NewStore(st)
-	sy := sources.NewSyncer(srcs, fc, crawlBase(cfg), nil)
+	rd := newRenderer(cfg, fc, nil)
+	sy := sources.NewSyncer(srcs, fc, crawlBase(cfg, rd), nil)
 	r := jobs.NewRunner(jobs.NewStore(st), in, jobs.Options{Workers: -1, Lease: time.Duration(cfg.JobLeaseSeconds) * time.Second,
 		Kinds: sy.Kinds()})
-	return &syncRun{env: env, cfg: cfg, docs: st, in: in, runner: r, src: srcs, syncer: sy}, nil
+	return &syncRun{env: env, cfg: cfg, docs: st, in: in, runner: r, src: srcs, syncer: sy, render: rd}, nil
 }
 
-// crawlBase are the crawl options every site starts from.
-func crawlBase(cfg config.Config) crawl.Options {
+// crawlBase are the crawl options every site starts from; rd renders the
+// pages built by scripts.
+func crawlBase(cfg config.Config, rd *render.Renderer) crawl.Options {
 	return crawl.Options{UserAgent: cfg.FetchURLUserAgent, PerHost: cfg.CrawlPerHost, MaxBytes: cfg.FetchURLMaxBytes,
-		Timeout: cfg.FetchURLTimeout, Delay: time.Duration(cfg.CrawlDelayMS) * time.Millisecond}
+		Timeout: cfg.FetchURLTimeout, Delay: time.Duration(cfg.CrawlDelayMS) * time.Millisecond, Renderer: rd}
+}
+
+// newRenderer returns the headless browser crawls render pages built by
+// scripts with, through fetch_url's client: MCP_crawl_render_max pages at
+// once. It starts Chromium at the first such page; without Chromium those
+// pages are skipped, "needs a browser: install chromium".
+func newRenderer(cfg config.Config, fc *fetch.Client, log *slog.Logger) *render.Renderer {
+	return render.New(fc, render.Options{MaxPages: cfg.CrawlRenderMax, MaxBytes: cfg.FetchURLMaxBytes, Log: log})
 }
 
 // crawlSite crawls the site at start into conv, recording it as a source

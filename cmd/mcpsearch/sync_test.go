@@ -98,3 +98,55 @@ func TestIngestCrawl(t *testing.T) {
 		t.Fatal("a bad scope was accepted")
 	}
 }
+
+// TestIngestCrawlPrivateSite crawls a site that answers only requests with
+// its token, passed with --header; a later sync sends it again, and no
+// output shows it. The new options' bad values are refused, named.
+func TestIngestCrawlPrivateSite(t *testing.T) {
+	const token = "Bearer s3cret-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		body, ok := map[string]string{
+			"/":  `<html><body><h1>Ops</h1><p>The pager rotates every Monday.</p><a href="/b">B</a></body></html>`,
+			"/b": `<html><body><h1>Backups</h1><p>Backups run at two in the morning.</p></body></html>`,
+		}[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		http.ServeContent(w, r, "", time.Unix(1700000000, 0), strings.NewReader(body))
+	}))
+	defer srv.Close()
+	vars := map[string]string{"DATABASE_URL": pgtest.NewDatabase(t), "MCP_docs_ocr_mode": "off", "MCP_fetch_url_allow_hosts": "127.0.0.1"}
+	out, errOut, err := runCLI(t, vars, "ingest", "--conversation", "ops", "--crawl", srv.URL+"/",
+		"--header", "Authorization: "+token, "--delay-ms", "5", "--render", "never")
+	if err != nil || !strings.HasPrefix(out, "2 added, 0 updated, 0 removed, 0 unchanged; 2 fetched") {
+		t.Fatalf("crawl: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	all := out + errOut
+	out, errOut, err = runCLI(t, vars, "sync", "--conversation", "ops")
+	if err != nil || !strings.HasPrefix(out, "0 added, 0 updated, 0 removed, 2 unchanged; 2 fetched (2 not modified)") {
+		t.Fatalf("sync: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	if all += out + errOut; strings.Contains(all, "s3cret") {
+		t.Errorf("the output shows the header's value: %s", all)
+	}
+	for _, bad := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--render", "sometimes"}, `render "sometimes" must be never, auto or always`},
+		{[]string{"--delay-ms", "70000"}, "delay_ms 70000 must be between 0 and 60000"},
+		{[]string{"--header", "Authorization"}, "want 'Name: value'"},
+		{[]string{"--header", "X-Big: " + strings.Repeat("x", 9000)}, "headers: 9005 bytes, more than 8192"},
+	} {
+		_, errOut, err := runCLI(t, vars, append([]string{"ingest", "--conversation", "ops", "--crawl", srv.URL + "/"}, bad.args...)...)
+		if err == nil || !strings.Contains(err.Error()+errOut, bad.says) || strings.Contains(err.Error()+errOut, "xxxxxxxx") {
+			t.Errorf("%.40q: %v %s, want %q", bad.args, err, errOut, bad.says)
+		}
+	}
+}
