@@ -67,10 +67,10 @@ func TestRenderModes(t *testing.T) {
 	}{
 		{RenderAuto, true, []string{"/shell"}, []string{"/", "/shell"}, ""},
 		{RenderAlways, true, []string{"/", "/shell"}, []string{"/", "/shell"}, ""},
-		// Read as it is served, the shell holds its noscript line alone.
-		{RenderNever, true, nil, []string{"/", "/shell"}, ""},
+		// Read as it is served, the shell has no text.
+		{RenderNever, true, nil, []string{"/"}, ReasonType},
 		{RenderAuto, false, nil, []string{"/"}, ReasonBrowser},
-		{RenderNever, false, nil, []string{"/", "/shell"}, ""},
+		{RenderNever, false, nil, []string{"/"}, ReasonType},
 	} {
 		t.Run(string(tc.mode)+map[bool]string{true: " with a browser", false: " without"}[tc.renderer], func(t *testing.T) {
 			s := newSite(t)
