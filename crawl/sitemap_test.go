@@ -8,10 +8,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsearch/mcpsearch/fetch"
 )
 
 // testSitemapBytes is the sitemap limit of TestSitemapNotReadWhole.
 const testSitemapBytes = 11 << 20
+
+// patientCrawler is newCrawler with time limits of minutes: a sitemap of
+// megabytes is read in a blink, but not under the race detector on a loaded
+// machine, and the limits must not cut it.
+func patientCrawler(t *testing.T, opts Options) *Crawler {
+	t.Helper()
+	fc, err := fetch.New(fetch.Options{AllowHosts: []string{"127.0.0.1"}, CacheTTL: -1, Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Timeout = 5 * time.Minute
+	c, err := New(fc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // pagesSite serves "/" (no links) and an HTML page at every /p<n>, with a
 // robots.txt naming the sitemaps at paths.
@@ -69,7 +88,7 @@ func TestSitemapLimits(t *testing.T) {
 		t.Run(fmt.Sprint(tc.urls), func(t *testing.T) {
 			s := pagesSite(t, "/sitemap.xml")
 			s.put("/sitemap.xml", "application/xml", urlset(s, tc.urls))
-			got := runCrawl(t, newCrawler(t, Options{MaxPages: 10, PerHost: 4}), s.u("/"), nil)
+			got := runCrawl(t, patientCrawler(t, Options{MaxPages: 10, PerHost: 4}), s.u("/"), nil)
 			if got.err != nil {
 				t.Fatal(got.err)
 			}
@@ -156,7 +175,7 @@ func TestSitemapNotReadWhole(t *testing.T) {
 			// the race detector: the test lowers the limit to 11 MB, still
 			// above the client's page limit of 10 MiB, which sitemaps are
 			// not held to.
-			c := newCrawler(t, Options{Timeout: 2 * time.Minute})
+			c := patientCrawler(t, Options{})
 			c.sitemapBytes = testSitemapBytes
 			got := runCrawl(t, c, s.u("/"), nil)
 			if got.err != nil {

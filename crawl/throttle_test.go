@@ -120,17 +120,19 @@ func pageIn(lo, hi int) func(string) bool {
 	}
 }
 
-// TestAdaptiveConcurrency crawls a host whose answers take 20 ms, then
-// 400 ms, then 20 ms again, counting on the server's side the requests it
+// TestAdaptiveConcurrency crawls a host whose answers take 60 ms, then
+// 400 ms, then 60 ms again, counting on the server's side the requests it
 // answers at once: four while it is fast, one at a time once it has
 // slowed, four again once it is fast again. It never sees more than
 // PerHost.
 func TestAdaptiveConcurrency(t *testing.T) {
+	// Fast is 60 ms: long enough for four requests sent together to be
+	// answered together on a loaded machine, short of the latency floor.
 	delay := func(i int) time.Duration {
 		if i >= 20 && i < 30 {
 			return 400 * time.Millisecond
 		}
-		return 20 * time.Millisecond
+		return 60 * time.Millisecond
 	}
 	s := latencySite(t, 50, delay, func(int) int { return http.StatusOK })
 	c := newCrawler(t, Options{PerHost: 4})
