@@ -354,8 +354,8 @@ func settings() []setting {
 			help: "most pages of one host web_search reads at once", doc: "pages of one host read at once",
 			value: intValue(func(c *Config) *int { return &c.WebSearchReadPerHost }, between(1, 10, ""))},
 		{env: "MCP_rerank_url", flag: "rerank-url",
-			help: "a reranker that reorders the best 50 candidates of search_docs and of web_search's passages: Hugging Face TEI's /rerank, or the v1/rerank of Cohere or Jina",
-			doc:  "a reranker for `search_docs` and `web_search`'s passages: TEI's `/rerank`, or Cohere's or Jina's `v1/rerank` (see [Research in one call](research.md#a-reranker))",
+			help:  "a reranker that reorders the best 50 candidates of search_docs and of web_search's passages: Hugging Face TEI's /rerank, or the v1/rerank of Cohere or Jina",
+			doc:   "a reranker for `search_docs` and `web_search`'s passages: TEI's `/rerank`, or Cohere's or Jina's `v1/rerank` (see [Research in one call](research.md#a-reranker))",
 			value: textValue(func(c *Config) *string { return &c.RerankURL }, strings.TrimSpace).shown(redactURL),
 			check: func(c *Config) []string {
 				if c.RerankURL == "" {
