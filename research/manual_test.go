@@ -90,14 +90,23 @@ var sqliteQuestions = []manualQuestion{
 	{q: "What does the AUTOINCREMENT keyword cost?", page: "autoinc.html", answer: `extra CPU, memory, disk space`},
 }
 
-// manuals names the question set of each manual by a page only it has.
+// manuals names the question set of each manual by a page only it has,
+// and the share of questions whose answer must be among the first three
+// passages: four in five on the manual the ranking was tuned on, as the
+// project promises; none on the held-out one, whose figure is measured and
+// reported (doc/research.md), not promised.
 var manuals = []struct {
 	name, marker string
 	questions    []manualQuestion
+	bar          float64
 }{
-	{"PostgreSQL 15", "runtime-config-connection.html", manualQuestions},
-	{"SQLite", "lang_vacuum.html", sqliteQuestions},
+	{"PostgreSQL 15", "runtime-config-connection.html", manualQuestions, 0.8},
+	{"SQLite", "lang_vacuum.html", sqliteQuestions, 0},
 }
+
+// pgManual is where Debian's postgresql-doc-15 installs PostgreSQL 15's
+// HTML manual, read when MCPSEARCH_RESEARCH_MANUAL names none.
+const pgManual = "/usr/share/doc/postgresql-doc-15/html"
 
 // TestManualQuestions measures what the issue asks of reading in one call,
 // on a real manual nobody here wrote: PostgreSQL 15's HTML documentation
@@ -110,7 +119,7 @@ var manuals = []struct {
 // against its slowest page; and it fails when fewer than four questions in
 // five have the answer among the first three passages.
 //
-//	MCPSEARCH_RESEARCH_MANUAL=/usr/share/doc/postgresql-doc-15/html go test ./research -run TestManualQuestions -v
+//	go test ./research -run TestManualQuestions -v    # PostgreSQL's, where Debian installs it
 //	MCPSEARCH_RESEARCH_MANUAL=/usr/share/doc/sqlite3 go test ./research -run TestManualQuestions -v
 //
 // MCPSEARCH_RESEARCH_DELAY_MS=400 makes each page answer after a random
@@ -119,12 +128,16 @@ var manuals = []struct {
 func TestManualQuestions(t *testing.T) {
 	dir := os.Getenv("MCPSEARCH_RESEARCH_MANUAL")
 	if dir == "" {
-		t.Skip("set MCPSEARCH_RESEARCH_MANUAL to the folder of PostgreSQL 15's HTML manual (Debian: postgresql-doc-15)")
+		if _, err := os.Stat(pgManual); err != nil {
+			t.Skipf("PostgreSQL 15's HTML manual is not installed (Debian: apt-get install postgresql-doc-15), and MCPSEARCH_RESEARCH_MANUAL names no other: %v", err)
+		}
+		dir = pgManual
 	}
 	var questions []manualQuestion
+	bar := 0.0
 	for _, m := range manuals {
 		if _, err := os.Stat(filepath.Join(dir, m.marker)); err == nil {
-			questions = m.questions
+			questions, bar = m.questions, m.bar
 			t.Logf("questions about %s's manual", m.name)
 		}
 	}
@@ -195,8 +208,8 @@ func TestManualQuestions(t *testing.T) {
 	t.Logf("answer first: %d of %d; among the first three: %d of %d (%.0f%%)", top1, n, top3, n, 100*float64(top3)/float64(n))
 	t.Logf("characters returned: %d a question, of %d in the pages read (%.1f%%)", returned/n, read/n, 100*float64(returned)/float64(read))
 	t.Logf("time: %d ms a question, the slowest page %d ms", took.Milliseconds()/int64(n), slowest.Milliseconds()/int64(n))
-	if float64(top3) < 0.8*float64(n) {
-		t.Errorf("the answer is among the first three passages for %d of %d questions, fewer than four in five", top3, n)
+	if float64(top3) < bar*float64(n) {
+		t.Errorf("the answer is among the first three passages for %d of %d questions, fewer than %.0f%%", top3, n, 100*bar)
 	}
 }
 
