@@ -104,7 +104,7 @@ func TestBrowserSitesAndFiles(t *testing.T) {
 		t.Fatalf("the source's options: %+v", o)
 	}
 	b.open(t, "/ui/conversations/c-site")
-	if files := b.text(t, "main"); strings.Contains(files, "changelog") || strings.Contains(files, "news") || !strings.Contains(files, "berths.html") {
+	if files := b.text(t, "main"); strings.Contains(files, "changelog") || strings.Contains(files, "news") || !strings.Contains(files, "berths.md") {
 		t.Fatalf("the crawl stored: %q", files)
 	}
 
