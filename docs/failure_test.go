@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 

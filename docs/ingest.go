@@ -20,9 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
+	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/extract/ocr"
-	"github.com/mcpsearch/mcpsearch/embed"
 )
 
 // File statuses.

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/internal/closedport"
 	"github.com/mcpsearch/mcpsearch/internal/pdftest"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mcpsearch/mcpsearch/docs/eval"
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 

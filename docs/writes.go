@@ -17,8 +17,8 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/docs/keyword"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // Every statement that writes files, their chunks, their stored bytes and

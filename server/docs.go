@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/docs"
-	"github.com/mcpsearch/mcpsearch/extract"
 	"github.com/mcpsearch/mcpsearch/embed"
+	"github.com/mcpsearch/mcpsearch/extract"
 )
 
 // SearchDocsInput is the search_docs tool's arguments. What query,
@@ -25,6 +25,7 @@ type SearchDocsInput struct {
 	TopK           int      `json:"top_k,omitempty" jsonschema:"how many chunks to return, 1 to 50 (default 5)"`
 	Threshold      *float64 `json:"threshold,omitempty"`
 	Mode           string   `json:"mode,omitempty"`
+	SourceID       string   `json:"source_id,omitempty" jsonschema:"search only the files of this source of the conversation (a site crawled or a folder ingested): a source_id from list_sources or add_document's crawl (default: every file)"`
 }
 
 // SearchDocsOutput is the search_docs tool's structured result.
@@ -293,7 +294,8 @@ func docsTool[In scoped, Out any](def *mcp.Tool, more string, constrain func(doc
 const searchDocsDescription = "Search the files uploaded to a conversation (PDFs and scans, Word, PowerPoint, Excel, OpenDocument, e-books, CSV, RTF, text, Markdown, HTML) and return the most relevant passages. " +
 	"Use it before answering questions about the user's documents, and quote what it returns. " +
 	"%s " +
-	"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens."
+	"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens. " +
+	"When the conversation holds several sites or folders (list_sources), source_id searches one of them alone."
 
 func searchDocsTool() declared {
 	t := docsTool(&mcp.Tool{
@@ -361,6 +363,7 @@ func (d docsTools) searchDocsSchema(sc *jsonschema.Schema) {
 	m := prop(sc, "mode")
 	m.Description = d.words.mode
 	m.Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
+	prop(sc, "source_id").MaxLength = ptr(maxIDLen)
 }
 
 // listFilesSchema publishes list_files's limits: the conversation's, the
@@ -397,7 +400,7 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 
 func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
-		Threshold: in.Threshold, Mode: docs.Mode(in.Mode)}
+		Threshold: in.Threshold, Mode: docs.Mode(in.Mode), SourceID: in.SourceID}
 	hits, err := d.store.Search(ctx, q)
 	if err != nil {
 		return nil, SearchDocsOutput{}, fmt.Errorf("search documents: %w", err)
