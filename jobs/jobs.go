@@ -369,7 +369,18 @@ func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) er
 	if tag.RowsAffected() == 0 {
 		return s.gone(ctx, j)
 	}
+	if submitted {
+		// Its files may all have ended already: the job then has too.
+		s.announce(ctx, j.ID)
+	}
 	return nil
+}
+
+// announce tells those waiting for job id (Runner.Watch), here and on the
+// other replicas, that it may have moved. Waiters read their jobs again
+// now and then anyway, so a failure to announce only delays them.
+func (s *Store) announce(ctx context.Context, id string) {
+	_ = s.docs.AnnounceJobs(context.WithoutCancel(ctx), id)
 }
 
 // Fail ends job j failed, for reason, unless it has ended already.
@@ -381,6 +392,7 @@ func (s *Store) Fail(ctx context.Context, j Job, reason string) error {
 	if err != nil {
 		return dbError("jobs: fail", err)
 	}
+	s.announce(ctx, j.ID)
 	return nil
 }
 
@@ -535,6 +547,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (Job, error) {
 		}
 		return j, fmt.Errorf("jobs: job %s is %s: %w", id, j.Status, ErrFinished)
 	}
+	s.announce(ctx, id)
 	if _, err := s.docs.DeleteJobFiles(ctx, conv, id); err != nil {
 		return Job{}, err
 	}

@@ -842,7 +842,7 @@ func TestOfficeFilesCitedByTheirPlaces(t *testing.T) {
 	h := newDocsHarness(t, nil, nil)
 	read := func(name string) []byte {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join("..", "docs", "extract", "testdata", "formats", name))
+		data, err := os.ReadFile(filepath.Join("..", "extract", "testdata", "formats", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -909,7 +909,7 @@ func TestScannedPDFThroughOCR(t *testing.T) {
 	hs := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(hs.Close)
 	dh := &docsHarness{harness: h, http: hs}
-	scan, err := os.ReadFile(filepath.Join("..", "docs", "extract", "testdata", "formats", "scanned.pdf"))
+	scan, err := os.ReadFile(filepath.Join("..", "extract", "testdata", "formats", "scanned.pdf"))
 	if err != nil {
 		t.Fatal(err)
 	}
