@@ -195,13 +195,41 @@ func (s *Server) NewDatabase(t testing.TB) string {
 // first, and returns once they all accept connections again.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	nodes := slices.Clone(s.nodes)
-	slices.Reverse(nodes)
-	for _, node := range nodes {
+	for _, node := range s.workersFirst() {
 		if err := s.ctl(node, "restart", "-m", "fast", "-l", filepath.Join(node, "server.log"), "-t", "60"); err != nil {
 			t.Fatalf("pgtest: restart %s: %v", filepath.Base(node), err)
 		}
 	}
+}
+
+// Stop stops every server (fast mode, as Restart does), the coordinator
+// first, and returns once they are down: the first half of a restart
+// whose second, Start, the test chooses the moment of.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	for _, node := range s.nodes {
+		if err := s.ctl(node, "stop", "-m", "fast"); err != nil {
+			t.Fatalf("pgtest: stop %s: %v", filepath.Base(node), err)
+		}
+	}
+}
+
+// Start starts the servers Stop stopped, the workers first, and returns
+// once they all accept connections.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	for _, node := range s.workersFirst() {
+		if err := s.ctl(node, "start", "-l", filepath.Join(node, "server.log"), "-t", "60"); err != nil {
+			t.Fatalf("pgtest: start %s: %v", filepath.Base(node), err)
+		}
+	}
+}
+
+// workersFirst returns the data folders, the coordinator's last.
+func (s *Server) workersFirst() []string {
+	nodes := slices.Clone(s.nodes)
+	slices.Reverse(nodes)
+	return nodes
 }
 
 // ctl runs pg_ctl on the server of node, waiting for the action to end.

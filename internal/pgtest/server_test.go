@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mcpsearch/mcpsearch/migrations"
 )
 
 // TestServerRestarts starts a server and a Citus cluster of the test's
 // own, makes a migrated database on each, restarts them, and finds the
 // database's rows again on a new connection, while a connection of before
-// the restart is found ended.
+// the restart is found ended; then stops them, and starts them again.
 func TestServerRestarts(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -45,6 +47,16 @@ func TestServerRestarts(t *testing.T) {
 			var n int
 			if err := connect(t, u).QueryRow(ctx, `SELECT count(*) FROM jobs WHERE conversation_id = 'c'`).Scan(&n); err != nil || n != 1 {
 				t.Errorf("after the restart: %d jobs, %v; want the one written before", n, err)
+			}
+			// The same in two halves, the server down between them.
+			s.Stop(t)
+			if conn, err := pgx.Connect(ctx, u); err == nil {
+				conn.Close(ctx)
+				t.Error("a stopped server accepts connections")
+			}
+			s.Start(t)
+			if err := connect(t, u).QueryRow(ctx, `SELECT count(*) FROM jobs WHERE conversation_id = 'c'`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("after a stop and a start: %d jobs, %v; want the one written before", n, err)
 			}
 		})
 	}
