@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -191,6 +192,9 @@ const (
 	// waitSpacing spaces the reads of a job whose files end in quick
 	// succession: the notifications between two reads make one.
 	waitSpacing = 20 * time.Millisecond
+	// waitOutage is how often a waiting add_document tries to read its
+	// job while the database cannot be reached.
+	waitOutage = time.Second
 	// progressEvery is the longest time between two progress
 	// notifications while add_document waits.
 	progressEvery = time.Second
@@ -529,10 +533,16 @@ func (t jobTools) wait(ctx context.Context, j jobs.Job, d time.Duration) (jobs.J
 		}
 		lastRead = time.Now()
 		next, err := t.jobs.Get(ctx, j.ID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return j, nil
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return j, nil
+		case errors.Is(err, docs.ErrUnavailable):
+			// The database is away for a moment (a restart): the job
+			// goes on without it, and is read again once it is back.
+			due = time.Now().Add(waitOutage)
+			read.Reset(waitOutage)
+			continue
+		case err != nil:
 			return j, err
 		}
 		j = next
