@@ -412,7 +412,9 @@ func (r *Runner) runURL(ctx context.Context, j Job) error {
 	if c := context.Cause(ctx); c != nil {
 		return c
 	}
-	if errs[0] != nil && len(out.Refusals) == 0 {
+	if errs[0] != nil && (len(out.Refusals) == 0 || errors.Is(errs[0], docs.ErrUnavailable)) {
+		// A database away is no refusal of the page: the job is taken
+		// up again once it is back (run).
 		return errs[0]
 	}
 	_ = files
