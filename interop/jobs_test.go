@@ -526,7 +526,7 @@ func TestJobReplicas(t *testing.T) {
 		}
 		// How soon is a figure, not a test: B is due within the lease
 		// and a poll, later on a loaded machine; the wait above bounds it.
-		t.Logf("B resumed the job %v after A was killed (lease %v, poll %v)", resumed.at.Sub(killed).Round(time.Millisecond), replicaLease, runnerPoll)
+		t.Logf("B resumed the job %v after A was killed (lease %v, poll %v)", resumed.at.Sub(killed).Round(time.Millisecond), replicaLease, runnerPoll.Round(time.Millisecond))
 		seen := map[string]bool{}
 		done := waitJob(t, sb, j.JobID, jobLimit, "ended", func(j jobInfo) bool {
 			seen[j.Status] = true
