@@ -247,7 +247,7 @@ func (s *Store) search(ctx context.Context, q Query, run searchRun) ([]Hit, erro
 	if err != nil {
 		return nil, err
 	}
-	if conv.chunks == 0 || (conv.source != nil && conv.source.chunks == 0) {
+	if conv.chunks == 0 || (conv.source != nil && len(conv.source.files) == 0) {
 		return []Hit{}, nil
 	}
 	if len(terms) == 0 {
@@ -431,12 +431,12 @@ type convState struct {
 	source *sourceFiles
 }
 
-// sourceFiles are the ready files of one source of a conversation, of the
-// model searched.
+// sourceFiles are the files of one source of a conversation.
 type sourceFiles struct {
 	id    string
 	files []uuid.UUID
-	// chunks counts their chunks.
+	// chunks estimates their chunks, from the conversation's chunks per
+	// ready file: it decides how vectors are ranked, each way complete.
 	chunks int64
 }
 
@@ -448,7 +448,7 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 	b := &pgx.Batch{}
 	b.Queue(`
 		SELECT s.chunk_count, s.generation, s.epoch, s.removal_floor, s.write_floor,
-		       coalesce(v.watermark, -1), coalesce(m.covered, 0)
+		       coalesce(v.watermark, -1), coalesce(m.covered, 0), s.ready_files
 		FROM conversation_stats s
 		LEFT JOIN conversation_models m ON m.conversation_id = s.conversation_id AND m.embedding_model = $2
 		LEFT JOIN vector_indexes v ON v.embedding_model = $2
@@ -457,19 +457,21 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
 	if q.SourceID != "" {
-		// The source's files: a file may hold the pages of several
-		// URLs of it.
+		// The source's files, read from its pages alone (a file may
+		// hold the pages of several of its URLs): whatever their status
+		// or model, since the rankings hold only what they may find,
+		// and through the pages' key, whatever the plan, so that a
+		// small source costs little in a large conversation.
 		b.Queue(`SELECT EXISTS (SELECT FROM sources WHERE conversation_id = $1 AND id = $2::uuid)`, q.ConversationID, q.SourceID)
 		b.Queue(`
-			SELECT f.id, f.chunk_count FROM files f
-			WHERE f.conversation_id = $1 AND f.status = 'ready' AND f.embedding_model = $3
-			  AND f.id IN (SELECT p.file_id FROM source_pages p WHERE p.conversation_id = $1 AND p.source_id = $2::uuid)`,
-			q.ConversationID, q.SourceID, model)
+			SELECT DISTINCT file_id FROM source_pages
+			WHERE conversation_id = $1 AND source_id = $2::uuid AND file_id IS NOT NULL`, q.ConversationID, q.SourceID)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	st := convState{watermark: -1}
-	err := br.QueryRow().Scan(&st.chunks, &st.generation, &st.epoch, &st.removalFloor, &st.floor, &st.watermark, &st.covered)
+	var readyFiles int64
+	err := br.QueryRow().Scan(&st.chunks, &st.generation, &st.epoch, &st.removalFloor, &st.floor, &st.watermark, &st.covered, &readyFiles)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
@@ -492,6 +494,7 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 		if st.source, err = readSourceFiles(br, q); err != nil {
 			return st, nil, err
 		}
+		st.source.chunks = int64(len(st.source.files)) * st.chunks / max(readyFiles, 1)
 	}
 	if err := br.Close(); err != nil {
 		return st, nil, dbError("docs: search", err)
@@ -510,21 +513,15 @@ func readSourceFiles(br pgx.BatchResults, q Query) (*sourceFiles, error) {
 		return nil, fmt.Errorf("docs: search: %w: source_id %s is not a source of conversation %q: list_sources gives its sources' ids",
 			ErrInvalidArgument, q.SourceID, q.ConversationID)
 	}
-	src := &sourceFiles{id: q.SourceID}
 	rows, err := br.Query()
 	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	var id uuid.UUID
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error {
-		src.files = append(src.files, id)
-		src.chunks += n
-		return nil
-	}); err != nil {
+	files, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
 		return nil, dbError("docs: search", err)
 	}
-	return src, nil
+	return &sourceFiles{id: q.SourceID, files: files}, nil
 }
 
 // modelSpec names the embedding model searched.
@@ -637,19 +634,29 @@ type vectorPlan struct {
 }
 
 // filter returns the condition the plan's statements add on the chunks of
-// a source, with the source's id as $4, and the arguments of the
-// statements: the query vector, the conversation, the depth and, with a
-// source, its id.
-func (p vectorPlan) filter() (string, []any) {
+// a source, and the arguments of the statements: the query vector, the
+// conversation, the depth and, with a source, $4: its files when they are
+// ranked exactly (indexed false), its id otherwise.
+func (p vectorPlan) filter(indexed bool) (string, []any) {
 	args := []any{p.query, p.conversationID, p.depth}
-	if p.source == nil {
+	switch {
+	case p.source == nil:
 		return "", args
+	case indexed:
+		return sourceFilter, append(args, p.source.id)
 	}
-	return sourceFilter, append(args, p.source.id)
+	return sourceFilesFilter, append(args, p.source.files)
 }
 
+// sourceFilesFilter keeps the chunks of the files $4: a source's few
+// chunks are found through their files' index. The statements that hold
+// it are planned for their values (plan_cache_mode, see rank), so that the
+// planner counts the files.
+const sourceFilesFilter = ` AND file_id = ANY($4::uuid[])`
+
 // sourceFilter keeps the chunks of the files of source $4 of conversation
-// $2.
+// $2: the chunks an index scan finds are looked up among the source's
+// pages, rather than a large source's files sent with each statement.
 const sourceFilter = ` AND file_id IN (SELECT file_id FROM source_pages WHERE conversation_id = $2 AND source_id = $4::uuid)`
 
 // rank returns the conversation's chunks of the plan's model most similar
@@ -669,10 +676,15 @@ func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, e
 		// files whatever the conversation's size.
 		indexed = false
 	}
-	where, args := p.filter()
+	where, args := p.filter(indexed)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	settings := 1
+	if p.source != nil {
+		// A plan made once for any list of files would fit few.
+		settings++
+		b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
+	}
 	if indexed {
 		// On a distributed database (Citus) the settings below must
 		// reach the worker that runs the search: Citus sends a

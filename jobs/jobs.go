@@ -10,7 +10,8 @@
 // A job's progress is read from its files (files.job_id): it is never out
 // of step with them. Its own row (migration 013) holds what the files do
 // not: what it was asked, by whom, when it started and ended, and whether
-// it was cancelled.
+// it was cancelled. Whoever waits for a job is told when it may have moved
+// (Runner.Watch, see watch.go), on whichever replica it moves.
 package jobs
 
 import (
