@@ -163,10 +163,13 @@ type candidate struct {
 //     in the process while PostgreSQL runs the vector ranking.
 //
 // With SourceID set, both rankings keep the chunks of the source's files
-// only: the keyword index skips the others as it scores (see
-// keyword.Index.SearchFiles), and pgvector ranks the source's chunks
-// exactly when they are few (up to exactVectorChunks), through the index
-// filtered to them otherwise.
+// only, read from its pages with the conversation's counters (a cost that
+// grows with the source's pages, not the conversation's): the keyword
+// index skips the other files as it scores (see keyword.Index.SearchFiles),
+// and pgvector ranks the source's chunks exactly, found through their
+// files, when they are few (up to exactVectorChunks, estimated from the
+// conversation's chunks per file), through the HNSW index otherwise,
+// each chunk it finds looked up among the source's pages.
 //
 // Errors wrap ErrEmptyQuery (no text), ErrInvalidArgument (text over
 // MaxQueryRunes characters, a conversation id CheckConversationID refuses,
