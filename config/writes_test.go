@@ -4,7 +4,7 @@ import "testing"
 
 func TestWriteToolsDefaults(t *testing.T) {
 	c := Default()
-	if !c.WriteToolsOn() || !c.WritesOn() || c.JobLeaseSeconds != 30 {
+	if !c.WriteToolsOn() || !c.WritesOn() || c.JobLeaseSeconds != 10 {
 		t.Fatalf("defaults: write tools %v, writes %v, lease %d", c.WriteToolsOn(), c.WritesOn(), c.JobLeaseSeconds)
 	}
 	read := c.RateLimitFor("search_docs")

@@ -40,7 +40,8 @@ const (
 // against the same text in 1,000 files in another, in one database and one
 // run. It prints, for each shape, the ingestion rate through IngestAll
 // (what mcpsearch ingest uses), search latency per mode at top 10 and 400
-// deep (what mcpsearch eval ranks), the cost of listing and deleting the
+// deep (what mcpsearch eval ranks), and at top 10 within a source of a
+// third of the files and one of two (source_id), the cost of listing and deleting the
 // conversation, and what a server runs against the database while idle.
 // MCPSEARCH_BENCH_EMBEDDER chooses the embedder (see benchEmbedder), and
 // MCPSEARCH_BENCH_SMALL_SHAPE stores one of the shapes alone:
@@ -184,6 +185,14 @@ func BenchmarkSmallFiles(b *testing.B) {
 			}
 		}
 		fmt.Fprintf(&report, "%-12s hybrid top 10 decided by the keyword ranking alone, no vector ranking run: %d of %d queries\n", sh.conv, decided, len(queries))
+		// Within one source (source_id): its files are read with the
+		// conversation's counters, one row each.
+		for _, src := range benchSources(b, s, sh.conv) {
+			for _, mode := range Modes() {
+				top := measure(b, s, Query{ConversationID: sh.conv, Mode: mode, TopK: 10, SourceID: src.id}, queries)
+				fmt.Fprintf(&report, "%-12s %-8s %9s %9s   (%s)\n", sh.conv, mode, percentile(top, 0.5), percentile(top, 0.99), src.label)
+			}
+		}
 	}
 
 	// What a server runs while nobody calls it: its workers look for

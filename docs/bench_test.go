@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 )
 
@@ -24,7 +26,9 @@ const envLargeBench = "MCPSEARCH_BENCH_LARGE"
 // BenchmarkStore loads a synthetic corpus of 10,000 chunks (and 100,000 with
 // MCPSEARCH_BENCH_LARGE=1) through Ingest, then measures search latency per
 // mode, both over the whole corpus as one conversation and over a
-// 200-chunk conversation stored beside it. It prints a table.
+// 200-chunk conversation stored beside it, and in the large conversation
+// within one source (source_id) of a third of its files and one of two
+// files. It prints a table.
 // MCPSEARCH_BENCH_EMBEDDER chooses the embedder (see benchEmbedder):
 //
 //	go test -run '^$' -bench BenchmarkStore ./docs/
@@ -66,7 +70,7 @@ func BenchmarkStore(b *testing.B) {
 			label string
 		}{{"big", fmt.Sprintf("big (%d)", load.big)}, {"small", fmt.Sprintf("small (%d)", load.small)}} {
 			for _, mode := range []Mode{Hybrid, Vector, Keyword} {
-				lat := measure(b, s, conv.id, mode, queries)
+				lat := measure(b, s, Query{ConversationID: conv.id, Mode: mode}, queries)
 				fmt.Fprintf(&table, "%-8d %-22s %-8s %9s %9s %9s\n", load.chunks, conv.label, mode,
 					percentile(lat, 0.50), percentile(lat, 0.99), mean(lat))
 				b.Run(fmt.Sprintf("chunks=%d/conv=%s/mode=%s", size, conv.id, mode), func(b *testing.B) {
@@ -79,8 +83,55 @@ func BenchmarkStore(b *testing.B) {
 				})
 			}
 		}
+		for _, src := range benchSources(b, s, "big") {
+			for _, mode := range []Mode{Hybrid, Vector, Keyword} {
+				lat := measure(b, s, Query{ConversationID: "big", Mode: mode, SourceID: src.id}, queries)
+				fmt.Fprintf(&table, "%-8d %-22s %-8s %9s %9s %9s\n", load.chunks, "big, "+src.label, mode,
+					percentile(lat, 0.50), percentile(lat, 0.99), mean(lat))
+			}
+		}
 	}
 	fmt.Print(table.String() + "\n" + ingestion.String())
+}
+
+// benchSource is a source recorded in a benchmark's conversation.
+type benchSource struct {
+	id, label string
+}
+
+// benchSources records two sources of conversation conv, as a crawl
+// would: one of every third file (of a conversation over 6,000 chunks, its
+// vector ranking goes through the index, filtered to the source), and one
+// of two files (ranked exactly).
+func benchSources(b *testing.B, s *testStore, conv string) []benchSource {
+	b.Helper()
+	ctx := context.Background()
+	var out []benchSource
+	for _, src := range []struct {
+		name  string
+		where string
+	}{
+		{"third", "n % 3 = 0"},
+		{"two", "n <= 2"},
+	} {
+		id := uuid.NewString()
+		var chunks int64
+		err := s.Pool().QueryRow(ctx, `
+			WITH f AS (SELECT id, chunk_count, row_number() OVER (ORDER BY id) AS n FROM files WHERE conversation_id = $1),
+			src AS (INSERT INTO sources (conversation_id, id, kind, root) VALUES ($1, $2, 'site', $3) RETURNING id),
+			pages AS (INSERT INTO source_pages (conversation_id, source_id, url, file_id)
+				SELECT $1, $2, 'https://example.com/' || f.id, f.id FROM f WHERE `+src.where+` RETURNING file_id)
+			SELECT coalesce(sum(f.chunk_count), 0) FROM f JOIN pages p ON p.file_id = f.id`,
+			conv, id, "https://"+src.name+".example.com/").Scan(&chunks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, benchSource{id: id, label: fmt.Sprintf("source of %d", chunks)})
+	}
+	if _, err := s.Pool().Exec(ctx, "ANALYZE sources, source_pages"); err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // fanOutCost measures the store's statements that ask every shard on a Citus
@@ -265,16 +316,18 @@ func loadCorpus(b *testing.B, size int) (*testStore, loadStats) {
 	}
 }
 
-// measure runs every query once (after one warm-up pass) and returns the
-// latencies.
-func measure(b *testing.B, s *testStore, conv string, mode Mode, queries []string) []time.Duration {
+// measure runs every query once (after one warm-up pass), as q asks, and
+// returns the latencies.
+func measure(b *testing.B, s *testStore, q Query, queries []string) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, len(queries))
+	q.Threshold = new(0.0)
 	for pass := range 2 {
-		for _, q := range queries {
+		for _, text := range queries {
+			q.Text = text
 			t0 := time.Now()
-			if _, err := s.Search(ctx, Query{Text: q, ConversationID: conv, Mode: mode, Threshold: new(0.0)}); err != nil {
+			if _, err := s.Search(ctx, q); err != nil {
 				b.Fatal(err)
 			}
 			if pass == 1 {

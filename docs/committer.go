@@ -27,6 +27,13 @@ const (
 	// the caller's context: a file processed is stored even as its caller
 	// gives up, or the Ingester shuts down.
 	commitTimeout = 2 * time.Minute
+	// outagePatience is how long work done waits for the database to be
+	// reachable again (a restart) before it is given up, to be resumed;
+	// outageRetry is the first wait between two tries, doubled up to
+	// maxOutageRetry.
+	outagePatience = 10 * time.Second
+	outageRetry    = 100 * time.Millisecond
+	maxOutageRetry = time.Second
 )
 
 type commitJob struct {
@@ -165,19 +172,34 @@ func (c *committer) store(items []*commitItem) {
 }
 
 // once runs commitBatch, trying again once when the transaction lost a
-// deadlock or serialisation race.
+// deadlock or serialisation race, and for up to outagePatience while the
+// database cannot be reached (a restart): files processed during an outage
+// are stored when it ends rather than processed again. Their claims fence
+// the write, so a file another process took over meanwhile is not stored
+// twice.
 func (c *committer) once(items []*commitItem) error {
 	var err error
-	for range 2 {
+	raced := false
+	wait := outageRetry
+	deadline := time.Now().Add(outagePatience)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		err = c.st.commitBatch(ctx, items)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			c.batches.Add(1)
-		}
-		if err == nil || !Retryable(err) || errors.Is(err, ErrUnavailable) {
+			return nil
+		case errors.Is(err, ErrUnavailable):
+			if time.Now().Add(wait).After(deadline) {
+				return err
+			}
+			time.Sleep(wait)
+			wait = min(2*wait, maxOutageRetry)
+		case Retryable(err) && !raced:
+			raced = true
+		default:
 			return err
 		}
 	}
-	return err
 }

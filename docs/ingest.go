@@ -49,8 +49,11 @@ const (
 	DefaultWorkers = 2
 	// DefaultShutdownTimeout is how long Close lets running files finish.
 	DefaultShutdownTimeout = 5 * time.Second
-	// DefaultLease is how long a claim on a file lasts without renewal.
-	DefaultLease = time.Minute
+	// DefaultLease is how long a claim on a file lasts without renewal: a
+	// worker renews it every third of that (a heartbeat), so a process
+	// that died leaves its files to another within the lease and a
+	// quarter of it (see Ingester.pollAfter).
+	DefaultLease = 10 * time.Second
 	// DefaultHeldCheck is how often a worker checks that the files it
 	// works on were not deleted: a cancelled job stops within it.
 	DefaultHeldCheck = time.Second

@@ -34,8 +34,9 @@ import (
 // build is fast; FillKeywordPostings does it for every file at once.
 
 // keywordRanking ranks the conversation's chunks of model for terms, up to
-// depth, bringing this process's index of it up to date first.
-func (s *Store) keywordRanking(ctx context.Context, conv string, st convState, terms []keyword.Term, model string, depth int) ([]candidate, error) {
+// depth, bringing this process's index of it up to date first; with src,
+// the chunks of its files only.
+func (s *Store) keywordRanking(ctx context.Context, conv string, st convState, terms []keyword.Term, model string, depth int, src *sourceFiles) ([]candidate, error) {
 	ix := s.keywords.Get(conv)
 	if ix == nil || ix.Epoch() != st.epoch || ix.Generation() < st.removalFloor || ix.Stale() {
 		ix = keyword.New(st.epoch)
@@ -48,7 +49,13 @@ func (s *Store) keywordRanking(ctx context.Context, conv string, st convState, t
 	}
 	// An index the cache does not keep serves this search only.
 	s.keywords.Put(conv, ix)
-	hits := ix.Search(terms, model, depth, keyword.Params{K1: s.opts.BM25K1, B: s.opts.BM25B})
+	params := keyword.Params{K1: s.opts.BM25K1, B: s.opts.BM25B}
+	var hits []keyword.Hit
+	if src != nil {
+		hits = ix.SearchFiles(terms, model, depth, params, src.files)
+	} else {
+		hits = ix.Search(terms, model, depth, params)
+	}
 	out := make([]candidate, len(hits))
 	for i, h := range hits {
 		out[i] = candidate{id: h.ID.String(), fileID: h.File.String(), score: h.Score, keyword: true}

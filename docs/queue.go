@@ -31,7 +31,15 @@ import (
 //     them, process the files together and store the outcomes through the
 //     committer only while the claim is still theirs. Files left by a
 //     process that stopped, this one or another replica, are claimed again
-//     once their lease has expired.
+//     once their lease has expired: the lease is short (DefaultLease, 10 s)
+//     and renewed by a heartbeat, and idle workers look again within a
+//     quarter of it while files are held, so such files move again within
+//     about 13 s.
+//   - A connection lost (the database restarting) does not lose the work:
+//     the committer tries the outcomes again until the database is back
+//     (outagePatience), and a worker that cannot go on releases its claim
+//     as soon as the database answers again, taking the files up again
+//     itself, or leaving them to any other worker.
 //   - Close interrupts the files still running after its bound and releases
 //     their claims, so the next process resumes them.
 
@@ -76,6 +84,10 @@ type claim struct {
 	// conv is the conversation of the files claimed (claimFiles sets
 	// it): a claim's statements name it.
 	conv string
+	// others is set by claimFiles when files were processing, whether or
+	// not it could claim them: held by other workers, perhaps of a process
+	// that died, whose leases are about to expire.
+	others bool
 }
 
 func newClaim(lease time.Duration) claim {
@@ -389,7 +401,7 @@ func (in *Ingester) work() {
 			in.log.Warn("docs: looking for files to process", "error", err)
 		}
 		in.reconcile()
-		poll.Reset(in.opts.PollInterval)
+		poll.Reset(in.pollAfter(c))
 		select {
 		case <-in.stop:
 			return
@@ -397,6 +409,17 @@ func (in *Ingester) work() {
 		case <-poll.C:
 		}
 	}
+}
+
+// pollAfter is how long an idle worker waits before it looks for files
+// again after claim c found none it could take: PollInterval, or a quarter
+// of the lease while other workers hold files, so that the files of a
+// process that died move again within the lease and a quarter of it.
+func (in *Ingester) pollAfter(c claim) time.Duration {
+	if c.others {
+		return min(in.opts.PollInterval, in.opts.Lease/4)
+	}
+	return in.opts.PollInterval
 }
 
 // started gives back the slots of the files submitted here that a worker

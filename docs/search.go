@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
@@ -76,6 +77,12 @@ type Query struct {
 	Threshold *float64
 	// Mode is the ranking; "" means Hybrid.
 	Mode Mode
+	// SourceID, when set, restricts the search to the files of one source
+	// of the conversation (a site crawled, a folder ingested: package
+	// sources), with the rankings of the whole conversation: the hits are
+	// the conversation's hits that are that source's. "" searches every
+	// file.
+	SourceID string
 }
 
 // Hit is a chunk found by Search.
@@ -155,9 +162,20 @@ type candidate struct {
 //     Score is the keyword ranking's term alone. The keyword ranking runs
 //     in the process while PostgreSQL runs the vector ranking.
 //
+// With SourceID set, both rankings keep the chunks of the source's files
+// only, read from its pages with the conversation's counters (a cost that
+// grows with the source's pages, not the conversation's): the keyword
+// index skips the other files as it scores (see keyword.Index.SearchFiles),
+// and pgvector ranks the source's chunks exactly, found through their
+// files, when they are few (up to exactVectorChunks, estimated from the
+// conversation's chunks per file), through the HNSW index otherwise,
+// each chunk it finds looked up among the source's pages.
+//
 // Errors wrap ErrEmptyQuery (no text), ErrInvalidArgument (text over
 // MaxQueryRunes characters, a conversation id CheckConversationID refuses,
-// threshold outside 0..1, TopK outside 0..MaxTopK, unknown mode), ErrUnavailable or the embedder's error.
+// threshold outside 0..1, TopK outside 0..MaxTopK, unknown mode, a
+// source_id that is not one of the conversation's sources),
+// ErrUnavailable or the embedder's error.
 func (s *Store) Search(ctx context.Context, q Query) ([]Hit, error) {
 	q, err := s.checkQuery(q)
 	if err != nil {
@@ -232,7 +250,7 @@ func (s *Store) search(ctx context.Context, q Query, run searchRun) ([]Hit, erro
 	if err != nil {
 		return nil, err
 	}
-	if conv.chunks == 0 {
+	if conv.chunks == 0 || (conv.source != nil && len(conv.source.files) == 0) {
 		return []Hit{}, nil
 	}
 	if len(terms) == 0 {
@@ -243,7 +261,7 @@ func (s *Store) search(ctx context.Context, q Query, run searchRun) ([]Hit, erro
 		if keywordDepth == 0 {
 			return nil, nil
 		}
-		return s.keywordRanking(ctx, q.ConversationID, conv, terms, m.name, keywordDepth)
+		return s.keywordRanking(ctx, q.ConversationID, conv, terms, m.name, keywordDepth, conv.source)
 	}
 	var kl []candidate
 	var keywords chan rankingResult
@@ -296,7 +314,7 @@ func (s *Store) search(ctx context.Context, q Query, run searchRun) ([]Hit, erro
 		}()
 		db, inTx = conn, true
 		p := vectorPlan{model: m, query: qv, conversationID: q.ConversationID, depth: vectorDepth, conv: conv,
-			exactChunks: s.exactChunks, iterative: iterative}
+			exactChunks: s.exactChunks, iterative: iterative, source: conv.source}
 		if vl, err = p.rank(ctx, conn); err != nil {
 			return nil, err
 		}
@@ -412,6 +430,17 @@ type convState struct {
 	// covered estimates the conversation's chunks of the model that the
 	// index covers.
 	covered int64
+	// source is the source the search is restricted to; nil for none.
+	source *sourceFiles
+}
+
+// sourceFiles are the files of one source of a conversation.
+type sourceFiles struct {
+	id    string
+	files []uuid.UUID
+	// chunks estimates their chunks, from the conversation's chunks per
+	// ready file: it decides how vectors are ranked, each way complete.
+	chunks int64
 }
 
 // conversationState reads the conversation's counters and the watermark of
@@ -422,7 +451,7 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 	b := &pgx.Batch{}
 	b.Queue(`
 		SELECT s.chunk_count, s.generation, s.epoch, s.removal_floor, s.write_floor,
-		       coalesce(v.watermark, -1), coalesce(m.covered, 0)
+		       coalesce(v.watermark, -1), coalesce(m.covered, 0), s.ready_files
 		FROM conversation_stats s
 		LEFT JOIN conversation_models m ON m.conversation_id = s.conversation_id AND m.embedding_model = $2
 		LEFT JOIN vector_indexes v ON v.embedding_model = $2
@@ -430,10 +459,22 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 	if withTerms {
 		b.Queue(`SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', $1::text))`, q.Text)
 	}
+	if q.SourceID != "" {
+		// The source's files, read from its pages alone (a file may
+		// hold the pages of several of its URLs): whatever their status
+		// or model, since the rankings hold only what they may find,
+		// and through the pages' key, whatever the plan, so that a
+		// small source costs little in a large conversation.
+		b.Queue(`SELECT EXISTS (SELECT FROM sources WHERE conversation_id = $1 AND id = $2::uuid)`, q.ConversationID, q.SourceID)
+		b.Queue(`
+			SELECT DISTINCT file_id FROM source_pages
+			WHERE conversation_id = $1 AND source_id = $2::uuid AND file_id IS NOT NULL`, q.ConversationID, q.SourceID)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	st := convState{watermark: -1}
-	err := br.QueryRow().Scan(&st.chunks, &st.generation, &st.epoch, &st.removalFloor, &st.floor, &st.watermark, &st.covered)
+	var readyFiles int64
+	err := br.QueryRow().Scan(&st.chunks, &st.generation, &st.epoch, &st.removalFloor, &st.floor, &st.watermark, &st.covered, &readyFiles)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return st, nil, dbError("docs: search", err)
 	}
@@ -452,10 +493,38 @@ func (s *Store) conversationState(ctx context.Context, q Query, model string, wi
 			return st, nil, dbError("docs: search", err)
 		}
 	}
+	if q.SourceID != "" {
+		if st.source, err = readSourceFiles(br, q); err != nil {
+			return st, nil, err
+		}
+		st.source.chunks = int64(len(st.source.files)) * st.chunks / max(readyFiles, 1)
+	}
 	if err := br.Close(); err != nil {
 		return st, nil, dbError("docs: search", err)
 	}
 	return st, terms, nil
+}
+
+// readSourceFiles reads the answers to conversationState's statements on
+// q's source: whether it is the conversation's, and its ready files.
+func readSourceFiles(br pgx.BatchResults, q Query) (*sourceFiles, error) {
+	var known bool
+	if err := br.QueryRow().Scan(&known); err != nil {
+		return nil, dbError("docs: search", err)
+	}
+	if !known {
+		return nil, fmt.Errorf("docs: search: %w: source_id %s is not a source of conversation %q: list_sources gives its sources' ids",
+			ErrInvalidArgument, q.SourceID, q.ConversationID)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, dbError("docs: search", err)
+	}
+	files, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, dbError("docs: search", err)
+	}
+	return &sourceFiles{id: q.SourceID, files: files}, nil
 }
 
 // modelSpec names the embedding model searched.
@@ -497,6 +566,13 @@ func (s *Store) checkQuery(q Query) (Query, error) {
 		q.TopK = DefaultTopK
 	case q.TopK > MaxTopK:
 		return q, fmt.Errorf("docs: search: %w: top_k %d is above the limit; send 1 to %d", ErrInvalidArgument, q.TopK, MaxTopK)
+	}
+	if q.SourceID = strings.TrimSpace(q.SourceID); q.SourceID != "" {
+		id, err := uuid.Parse(q.SourceID)
+		if err != nil {
+			return q, fmt.Errorf("docs: search: %w: source_id %q is not a source id: list_sources gives them", ErrInvalidArgument, clipRunes(q.SourceID, 80))
+		}
+		q.SourceID = id.String()
 	}
 	switch q.Mode {
 	case "":
@@ -556,7 +632,35 @@ type vectorPlan struct {
 	// says pgvector scans its index iteratively (0.8 and later).
 	exactChunks int64
 	iterative   bool
+	// source restricts the ranking to its files; nil for none.
+	source *sourceFiles
 }
+
+// filter returns the condition the plan's statements add on the chunks of
+// a source, and the arguments of the statements: the query vector, the
+// conversation, the depth and, with a source, $4: its files when they are
+// ranked exactly (indexed false), its id otherwise.
+func (p vectorPlan) filter(indexed bool) (string, []any) {
+	args := []any{p.query, p.conversationID, p.depth}
+	switch {
+	case p.source == nil:
+		return "", args
+	case indexed:
+		return sourceFilter, append(args, p.source.id)
+	}
+	return sourceFilesFilter, append(args, p.source.files)
+}
+
+// sourceFilesFilter keeps the chunks of the files $4: a source's few
+// chunks are found through their files' index. The statements that hold
+// it are planned for their values (plan_cache_mode, see rank), so that the
+// planner counts the files.
+const sourceFilesFilter = ` AND file_id = ANY($4::uuid[])`
+
+// sourceFilter keeps the chunks of the files of source $4 of conversation
+// $2: the chunks an index scan finds are looked up among the source's
+// pages, rather than a large source's files sent with each statement.
+const sourceFilter = ` AND file_id IN (SELECT file_id FROM source_pages WHERE conversation_id = $2 AND source_id = $4::uuid)`
 
 // rank returns the conversation's chunks of the plan's model most similar
 // to the query, up to its depth, most similar first. A conversation of
@@ -570,9 +674,20 @@ func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, e
 	// exactChunks chunks: for fewer, an exact scan is as fast, and a
 	// filtered index scan would look for them among the whole model's.
 	indexed := p.conv.covered > p.exactChunks && p.conv.watermark >= 0
+	if p.source != nil && p.source.chunks <= p.exactChunks {
+		// A source's few chunks are ranked exactly, found by their
+		// files whatever the conversation's size.
+		indexed = false
+	}
+	where, args := p.filter(indexed)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	settings := 1
+	if p.source != nil {
+		// A plan made once for any list of files would fit few.
+		settings++
+		b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
+	}
 	if indexed {
 		// On a distributed database (Citus) the settings below must
 		// reach the worker that runs the search: Citus sends a
@@ -605,10 +720,10 @@ func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, e
 			b.Queue("SET LOCAL hnsw.iterative_scan = relaxed_order")
 			b.Queue("SET LOCAL hnsw.max_scan_tuples = 200000")
 		}
-		b.Queue(vectorSQL(p.model, p.conv.watermark, p.conv.floor), p.query, p.conversationID, p.depth)
-		b.Queue(exactVectorSQL(p.model, max(p.conv.watermark, p.conv.floor)), p.query, p.conversationID, p.depth)
+		b.Queue(vectorSQL(p.model, p.conv.watermark, p.conv.floor, where), args...)
+		b.Queue(exactVectorSQL(p.model, max(p.conv.watermark, p.conv.floor), where), args...)
 	} else {
-		b.Queue(exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
+		b.Queue(exactVectorSQL(p.model, p.conv.floor, where), args...)
 	}
 	br := db.SendBatch(ctx, b)
 	defer func() {
@@ -641,7 +756,7 @@ func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, e
 		// Without iterative scans the index yields at most ef_search rows
 		// before the conversation filter; a short answer may be the
 		// filter's doing, so rank the conversation's chunks exactly.
-		rows, err := db.Query(ctx, exactVectorSQL(p.model, p.conv.floor), p.query, p.conversationID, p.depth)
+		rows, err := db.Query(ctx, exactVectorSQL(p.model, p.conv.floor, where), args...)
 		if vector, err = collectCandidates(rows, err); err != nil {
 			return nil, err
 		}
@@ -657,32 +772,32 @@ func (p vectorPlan) rank(ctx context.Context, db batcher) (vector []candidate, e
 
 // vectorSQL selects a conversation's chunks of model m written after floor
 // and up to watermark by cosine distance to $1, with $2 the conversation and
-// $3 the limit. The ORDER BY expression and the WHERE predicate repeat the
-// definition of the index of that watermark (see BuildIndex) so that the
-// planner can use it.
-func vectorSQL(m modelSpec, watermark, floor int64) string {
+// $3 the limit, and the condition where (sourceFilter, or ""). The ORDER BY
+// expression and the WHERE predicate repeat the definition of the index of
+// that watermark (see BuildIndex) so that the planner can use it.
+func vectorSQL(m modelSpec, watermark, floor int64, where string) string {
 	return fmt.Sprintf(`
 		SELECT id::text, file_id::text, 1 - (%[1]s <=> $1::vector::%[2]s)
 		FROM chunks
-		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2 AND write_seq > %[5]d
+		WHERE embedding_model = %[3]s AND write_seq <= %[4]d AND conversation_id = $2 AND write_seq > %[5]d%[6]s
 		ORDER BY %[1]s <=> $1::vector::%[2]s
-		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark, floor)
+		LIMIT $3`, vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark, floor, where)
 }
 
 // exactVectorSQL is vectorSQL computed over every chunk of the conversation
 // written after watermark (-1: every chunk), through the b-tree index on
-// (conversation_id, embedding_model, write_seq): the distances are
-// materialised before they are ordered, so an HNSW index cannot serve the
-// ORDER BY.
-func exactVectorSQL(m modelSpec, watermark int64) string {
+// (conversation_id, embedding_model, write_seq), or of a source's files
+// through the index on their ids: the distances are materialised before
+// they are ordered, so an HNSW index cannot serve the ORDER BY.
+func exactVectorSQL(m modelSpec, watermark int64, where string) string {
 	return fmt.Sprintf(`
 		WITH d AS MATERIALIZED (
 			SELECT id, file_id, %[1]s <=> $1::vector::%[2]s AS distance
 			FROM chunks
-			WHERE conversation_id = $2 AND embedding_model = %[3]s AND write_seq > %[4]d
+			WHERE conversation_id = $2 AND embedding_model = %[3]s AND write_seq > %[4]d%[5]s
 		)
 		SELECT id::text, file_id::text, 1 - distance FROM d ORDER BY distance LIMIT $3`,
-		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark)
+		vectorExpr(m.dims), vectorType(m.dims), modelLiteral(m.name), watermark, where)
 }
 
 // collectCandidates reads rows of (id, file id, similarity).

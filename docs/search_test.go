@@ -408,12 +408,12 @@ func TestFilteredVectorSearchThroughTheIndex(t *testing.T) {
 	qv, _ := emb.Embed(ctx, []string{query})
 	// The values inline: a distributed database's EXPLAIN cannot show the
 	// worker's plan of a statement with a vector parameter.
-	plan := explain(t, conn, strings.NewReplacer("$1", "'"+vectorText(qv[0])+"'", "$2", "'small'", "$3", "5").Replace(vectorSQL(m, st.Watermark, 0)))
+	plan := explain(t, conn, strings.NewReplacer("$1", "'"+vectorText(qv[0])+"'", "$2", "'small'", "$3", "5").Replace(vectorSQL(m, st.Watermark, 0, "")))
 	if !strings.Contains(plan, st.Index) {
 		t.Fatalf("vector query plan does not use %s:\n%s", st.Index, plan)
 	}
 	// The premise: a plain filtered index scan comes back short.
-	rows, err = conn.Query(ctx, vectorSQL(m, st.Watermark, 0), vectorText(qv[0]), "small", 5)
+	rows, err = conn.Query(ctx, vectorSQL(m, st.Watermark, 0, ""), vectorText(qv[0]), "small", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

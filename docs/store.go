@@ -90,6 +90,9 @@ type Store struct {
 
 	keywords *keyword.Cache
 
+	// jobs are the functions told of jobs that may have moved (OnJobs).
+	jobs jobListeners
+
 	// forceExactFallback makes vector search behave as on pgvector < 0.8;
 	// tests set it to exercise that path.
 	forceExactFallback bool

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcpsearch/mcpsearch/docs/chunk"
 	"github.com/mcpsearch/mcpsearch/docs/keyword"
 	"github.com/mcpsearch/mcpsearch/extract"
+	"github.com/mcpsearch/mcpsearch/pg"
 )
 
 // Every statement that writes files, their chunks, their stored bytes and
@@ -1148,10 +1150,18 @@ func (s *Store) commitBatch(ctx context.Context, items []*commitItem) error {
 			return dbError("docs: keyword postings", err)
 		}
 	}
+	// Those waiting for the files' jobs are told when this commits.
+	jobs := jobsOf(confirmed)
+	if len(jobs) > 0 {
+		if _, err := tx.Exec(ctx, notifyJobsSQL, JobsChannel, jobs); err != nil {
+			return dbError("docs: store files", err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return dbError("docs: store files", err)
 	}
 	resolveDuplicates(items)
+	s.jobsMoved(jobs)
 	return nil
 }
 
@@ -1190,6 +1200,7 @@ func (s *Store) claimFiles(ctx context.Context, c *claim, max int, budget int64)
 	if err != nil {
 		return nil, nil, dbError("docs: claim files", err)
 	}
+	c.others = len(convs) > 0
 	for _, conv := range convs {
 		files, attempts, err := s.claimConversationFiles(ctx, *c, conv, max, budget)
 		if err != nil || len(files) > 0 {
@@ -1276,16 +1287,40 @@ func (s *Store) heldFiles(ctx context.Context, c claim) (int, error) {
 
 // releaseClaim gives up claim c on file ids (every file it holds when ids
 // is nil), leaving them processing for any process to resume; the
-// interrupted attempt is not counted.
+// interrupted attempt is not counted. A connection lost (the database
+// restarting) is tried again for up to releaseTimeout, so that the files
+// move again as soon as the database is back rather than when the lease
+// expires.
 func (s *Store) releaseClaim(c claim, ids []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `
-		UPDATE files SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
-		WHERE conversation_id = $3 AND claimed_by = $1 AND status = 'processing' AND ($2::uuid[] IS NULL OR id = ANY($2))`, c.token, ids, c.conv)
-	if err != nil {
-		// The lease then expires on its own and the files are resumed later.
-		s.log.Warn("docs: cannot release a claim", "files", len(ids), "error", err)
+	wait := outageRetry
+	for {
+		_, err := s.pool.Exec(ctx, `
+			UPDATE files SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
+			WHERE conversation_id = $3 AND claimed_by = $1 AND status = 'processing' AND ($2::uuid[] IS NULL OR id = ANY($2))`, c.token, ids, c.conv)
+		if err == nil {
+			return
+		}
+		if !pg.Unavailable(err) || !sleepCtx(ctx, wait) {
+			// The lease then expires on its own and the files are
+			// resumed later.
+			s.log.Warn("docs: cannot release a claim", "files", len(ids), "error", err)
+			return
+		}
+		wait = min(2*wait, maxOutageRetry)
+	}
+}
+
+// sleepCtx waits for d, and reports false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

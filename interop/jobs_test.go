@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/internal/pdftest"
+	"github.com/mcpsearch/mcpsearch/internal/pgtest"
 	"github.com/mcpsearch/mcpsearch/internal/searxngtest"
 )
 
@@ -438,8 +439,8 @@ func hold(_ int, _ http.ResponseWriter, r *http.Request) {
 const replicaLease = 5 * time.Second
 
 // runnerPoll is how often an idle replica looks for jobs to take over
-// (jobs.Options.Poll's default).
-const runnerPoll = 5 * time.Second
+// (jobs.Options.Poll's default: a third of the lease, at most 5 s).
+const runnerPoll = replicaLease / 3
 
 // startReplica starts an mcpsearch serving streamable HTTP with cfg that
 // the test may kill: at cleanup it is killed if it still runs, without the
@@ -473,7 +474,11 @@ func dialReplica(t *testing.T, srv *server, cfg config) *mcp.ClientSession {
 // which A's SIGKILL leaves to resume it: once A's lease expires B takes the
 // job over, downloads the page and the job succeeds, never left running.
 // Then a URL job started on B is read and cancelled on replica C, and B's
-// download stops within the cancel's 2 s.
+// download stops within the cancel's 2 s. Last, on a database of their
+// own, replica D is killed while it holds the files of a job, embedding
+// them: held under a lease of the heartbeat's length (fileLease), not a
+// minute, they move again on replica E once it expires, and the job
+// succeeds there.
 func TestJobReplicas(t *testing.T) {
 	t.Parallel()
 	fake := searxngtest.New(t)
@@ -521,7 +526,7 @@ func TestJobReplicas(t *testing.T) {
 		}
 		// How soon is a figure, not a test: B is due within the lease
 		// and a poll, later on a loaded machine; the wait above bounds it.
-		t.Logf("B resumed the job %v after A was killed (lease %v, poll %v)", resumed.at.Sub(killed).Round(time.Millisecond), replicaLease, runnerPoll)
+		t.Logf("B resumed the job %v after A was killed (lease %v, poll %v)", resumed.at.Sub(killed).Round(time.Millisecond), replicaLease, runnerPoll.Round(time.Millisecond))
 		seen := map[string]bool{}
 		done := waitJob(t, sb, j.JobID, jobLimit, "ended", func(j jobInfo) bool {
 			seen[j.Status] = true
@@ -572,6 +577,44 @@ func TestJobReplicas(t *testing.T) {
 			t.Errorf("B reads the job cancelled on C as %+v, want cancelled with no file", got)
 		}
 	})
+
+	t.Run("killed replica's files resumed", func(t *testing.T) {
+		const marker = "tide gauge"
+		emb := newHeldEmbedder(t, marker)
+		fcfg := heldConfig(docsConfig(t, fake.URL), emb)
+		d := startReplica(t, fcfg)
+		sd := dialReplica(t, d, fcfg)
+		const conv = "conv-killed-files"
+		const files = 8
+		emb.hold()
+		// One worker claims the archive's small files together.
+		j := addDocument(t, sd, map[string]any{"conversation_id": conv, "file_name": "field-notes.zip",
+			"content_base64": base64.StdEncoding.EncodeToString(notesZip(files, 3000))})
+		emb.next(t, emb.arrived, 30*time.Second, "of replica D embedding the job's files")
+		processing, claimed, left := claims(t, fcfg["DATABASE_URL"], conv)
+		if processing != files || claimed != files {
+			t.Fatalf("while D embeds them, %d of the job's %d files are processing, %d claimed; want them all claimed", processing, files, claimed)
+		}
+		if left > fileLease+time.Second {
+			t.Errorf("D's claim on the files runs %v more; want at most the lease of %v, renewed by a heartbeat", left.Round(time.Millisecond), fileLease)
+		}
+		e := startServer(t, transportCase{name: "http", transport: "http"}, fcfg)
+		se := connectGo(t, target{transport: "http", url: e.base + "/mcp", cfg: fcfg, srv: e})
+		killed := time.Now()
+		if err := d.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-d.exited
+		emb.letGo()
+		moved := waitJob(t, se, j.JobID, resumeLimit, "moving again on E", func(j jobInfo) bool { return j.Counts.Ready > 0 || j.final() })
+		movedAfter := time.Since(killed)
+		done := waitJob(t, se, j.JobID, resumeLimit, "ended", func(j jobInfo) bool { return j.final() })
+		t.Logf("the files D held moved again on E %v after D was killed (%d ready), the job ended %v after (lease %v)",
+			movedAfter.Round(time.Millisecond), moved.Counts.Ready, time.Since(killed).Round(time.Millisecond), fileLease)
+		if done.Status != "succeeded" || done.Counts.Ready != files {
+			t.Errorf("the job D left ended %+v on E, want succeeded with its %d files ready", done, files)
+		}
+	})
 }
 
 // pdfPage3 is the third page of the PDF the TypeScript clients add with
@@ -613,30 +656,151 @@ func slowEmbedder(t *testing.T) *httptest.Server {
 			return
 		}
 		time.Sleep(time.Duration(len(req.Input)) * slowEmbedDelay)
-		type datum struct {
-			Embedding []float32 `json:"embedding"`
-			Index     int       `json:"index"`
-		}
-		out := struct {
-			Data  []datum `json:"data"`
-			Model string  `json:"model"`
-		}{Model: req.Model}
-		for i, text := range req.Input {
-			v := make([]float32, 16)
-			for _, word := range strings.Fields(strings.ToLower(text)) {
-				h := fnv.New32a()
-				h.Write([]byte(word))
-				v[h.Sum32()%16]++
-			}
-			v[0] += 0.5 // no zero vector
-			out.Data = append(out.Data, datum{Embedding: v, Index: i})
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(out)
+		writeVectors(w, req.Model, req.Input)
 	}))
 	t.Cleanup(s.Close)
 	return s
 }
+
+// writeVectors answers an /embeddings request for texts of model with
+// vectors of 16 dimensions hashed from each text's words.
+func writeVectors(w http.ResponseWriter, model string, texts []string) {
+	type datum struct {
+		Embedding []float32 `json:"embedding"`
+		Index     int       `json:"index"`
+	}
+	out := struct {
+		Data  []datum `json:"data"`
+		Model string  `json:"model"`
+	}{Model: model}
+	for i, text := range texts {
+		v := make([]float32, 16)
+		for _, word := range strings.Fields(strings.ToLower(text)) {
+			h := fnv.New32a()
+			h.Write([]byte(word))
+			v[h.Sum32()%16]++
+		}
+		v[0] += 0.5 // no zero vector
+		out.Data = append(out.Data, datum{Embedding: v, Index: i})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+// heldEmbedder is an OpenAI-compatible /embeddings endpoint on loopback,
+// with writeVectors's vectors, that holds the requests embedding a text
+// with its marker while it is held: the server that sent one waits until
+// it is let go, or goes away. Other requests (a query) are answered at
+// once.
+type heldEmbedder struct {
+	*httptest.Server
+	marker string
+	mu     sync.Mutex
+	// gate is open (closed) while requests are let go.
+	gate chan struct{}
+	// arrived receives a value per request held; answered one per
+	// request of the marker answered.
+	arrived, answered chan struct{}
+}
+
+func newHeldEmbedder(t *testing.T, marker string) *heldEmbedder {
+	t.Helper()
+	e := &heldEmbedder{marker: marker, gate: make(chan struct{}), arrived: make(chan struct{}, 64), answered: make(chan struct{}, 64)}
+	close(e.gate)
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "want a POST of /embeddings with input", http.StatusBadRequest)
+			return
+		}
+		if !slices.ContainsFunc(req.Input, func(s string) bool { return strings.Contains(s, e.marker) }) {
+			writeVectors(w, req.Model, req.Input)
+			return
+		}
+		e.mu.Lock()
+		gate := e.gate
+		e.mu.Unlock()
+		select {
+		case <-gate:
+		default:
+			e.arrived <- struct{}{}
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		writeVectors(w, req.Model, req.Input)
+		e.answered <- struct{}{}
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+// hold holds the requests of the marker from now on.
+func (e *heldEmbedder) hold() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gate = make(chan struct{})
+}
+
+// letGo answers the requests held, and the next ones at once.
+func (e *heldEmbedder) letGo() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-e.gate:
+	default:
+		close(e.gate)
+	}
+}
+
+// next waits for a value on c, for at most limit.
+func (e *heldEmbedder) next(t *testing.T, c chan struct{}, limit time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(limit):
+		t.Fatalf("no embedding request %s within %v", what, limit)
+	}
+}
+
+// heldConfig is a server of cfg with one worker embedding through e.
+func heldConfig(cfg config, e *heldEmbedder) config {
+	return cfg.with("MCP_docs_workers=1", "MCP_embed_provider=openai", "MCP_embed_base_url="+e.URL,
+		"MCP_embed_model=interop-held", "MCP_embed_dimensions=16")
+}
+
+// claims reads the processing files of conversation conv in the database
+// at dbURL: how many there are, how many a worker holds, and the longest
+// a claim has left to run by the database's clock.
+func claims(t *testing.T, dbURL, conv string) (processing, claimed int, left time.Duration) {
+	t.Helper()
+	ctx, conn, done := auditConn(t, dbURL)
+	defer done()
+	var secs float64
+	err := conn.QueryRow(ctx, `
+		SELECT count(*), count(claimed_by), coalesce(extract(epoch FROM max(claimed_until) - now()), 0)::float8
+		FROM files WHERE conversation_id = $1 AND status = 'processing'`, conv).Scan(&processing, &claimed, &secs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return processing, claimed, time.Duration(secs * float64(time.Second))
+}
+
+// fileLease is the lease of a worker's claim on files (docs.DefaultLease),
+// renewed every third of it while the worker lives.
+const fileLease = 10 * time.Second
+
+// resumeLimit bounds how long the files of a process that died, or that
+// lost its database for a moment, take to move again. The bound they are
+// due within is fileLease and a quarter of it; before the heartbeat, the
+// minute-long lease and a 5 s poll took longer than this limit, which
+// leaves the rest to a loaded machine. How soon is a figure the tests log.
+const resumeLimit = 45 * time.Second
 
 // TestTypeScriptJobs drives add_document and get_job with the official
 // TypeScript SDK (ts-client.mjs) and its v2 client (ts2-client.mjs). Over
@@ -971,4 +1135,97 @@ func readAuditJobs(t *testing.T, dbURL string) []auditJobRow {
 		t.Fatalf("read chat_mcp_tool_calls: %v", err)
 	}
 	return out
+}
+
+// TestJobsSurviveDatabaseRestart runs mcpsearch on a database of the
+// test's own, a PostgreSQL server and a Citus cluster, and stops it while
+// the worker embeds the first of a job's files and an add_document call
+// waits for the job; the worker ends those files while the database is
+// down, then it starts again. Once it is back the files move again within
+// seconds (before, they stayed claimed for the minute of their lease), and
+// the waiting call answers with the job succeeded, every file ready.
+func TestJobsSurviveDatabaseRestart(t *testing.T) {
+	t.Parallel()
+	fake := searxngtest.New(t)
+	for _, c := range []struct {
+		name  string
+		start func(testing.TB) *pgtest.Server
+	}{
+		{"postgres", pgtest.StartServer},
+		{"citus", func(t testing.TB) *pgtest.Server { return pgtest.StartCitus(t, 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := c.start(t)
+			const marker = "tide gauge"
+			emb := newHeldEmbedder(t, marker)
+			cfg := heldConfig(baseConfig(fake.URL).with("MCP_docs_enabled=true", "DATABASE_URL="+srv.NewDatabase(t),
+				"MCP_docs_chunk_size=400", "MCP_docs_chunk_overlap=40"), emb)
+			tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+			s := connectGo(t, tg)
+			const conv = "conv-restarted"
+			// The worker takes the first 32 up together, then the rest.
+			const files = 40
+			emb.hold()
+			type answer struct {
+				job jobInfo
+				err error
+				at  time.Time
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "add_document", Arguments: map[string]any{"conversation_id": conv,
+					"file_name": "field-notes.zip", "content_base64": base64.StdEncoding.EncodeToString(notesZip(files, 3000)), "wait_seconds": 100}})
+				a := answer{err: err, at: time.Now()}
+				if err == nil && res.IsError {
+					a.err = fmt.Errorf("add_document failed: %s", resultText(res))
+				}
+				if a.err == nil {
+					raw, _ := json.Marshal(res.StructuredContent)
+					a.err = json.Unmarshal(raw, &a.job)
+				}
+				answered <- a
+			}()
+			emb.next(t, emb.arrived, 30*time.Second, "of the worker embedding the job's first files")
+
+			srv.Stop(t)
+			stopped := time.Now()
+			// The worker ends the files it holds while the database is
+			// down; the pause lets its first attempts to store them fail.
+			emb.letGo()
+			emb.next(t, emb.answered, 30*time.Second, "answered once let go")
+			time.Sleep(time.Second)
+			srv.Start(t)
+			back := time.Now()
+
+			deadline := back.Add(resumeLimit)
+			for {
+				ready, _ := callTool[listFilesOutput](t, s, "list_files", map[string]any{"conversation_id": conv, "status": "ready", "limit": 1})
+				if len(ready.Files) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no file of the job is ready %v after the database was back", resumeLimit)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			moved := time.Since(back)
+			var a answer
+			select {
+			case a = <-answered:
+			case <-time.After(time.Until(back.Add(resumeLimit))):
+				t.Fatalf("the waiting add_document did not answer %v after the database was back", resumeLimit)
+			}
+			if a.err != nil {
+				t.Fatalf("the waiting add_document: %v", a.err)
+			}
+			t.Logf("down %v; files moved again %v after the database was back, the waiting call answered %v after",
+				back.Sub(stopped).Round(time.Millisecond), moved.Round(time.Millisecond), a.at.Sub(back).Round(time.Millisecond))
+			if a.job.Status != "succeeded" || a.job.Counts.Ready != files {
+				t.Errorf("the waiting add_document answered %+v, want the job succeeded with its %d files ready", a.job, files)
+			}
+		})
+	}
 }

@@ -10,7 +10,8 @@
 // A job's progress is read from its files (files.job_id): it is never out
 // of step with them. Its own row (migration 013) holds what the files do
 // not: what it was asked, by whom, when it started and ended, and whether
-// it was cancelled.
+// it was cancelled. Whoever waits for a job is told when it may have moved
+// (Runner.Watch, see watch.go), on whichever replica it moves.
 package jobs
 
 import (
@@ -148,7 +149,7 @@ type Job struct {
 	// itself while it runs and once it has ended; nil for others.
 	Report *Report
 	// ended is what the job's files had come to when it ended, as
-	// recorded then (migration 019); nil while it runs.
+	// recorded then (migration 018); nil while it runs.
 	ended *endedFiles
 }
 
@@ -404,7 +405,18 @@ func (s *Store) record(ctx context.Context, j Job, o Outcome, submitted bool) er
 	if tag.RowsAffected() == 0 {
 		return s.gone(ctx, j)
 	}
+	if submitted {
+		// Its files may all have ended already: the job then has too.
+		s.announce(ctx, j.ID)
+	}
 	return nil
+}
+
+// announce tells those waiting for job id (Runner.Watch), here and on the
+// other replicas, that it may have moved. Waiters read their jobs again
+// now and then anyway, so a failure to announce only delays them.
+func (s *Store) announce(ctx context.Context, id string) {
+	_ = s.docs.AnnounceJobs(context.WithoutCancel(ctx), id)
 }
 
 // Fail ends job j failed, for reason, unless it has ended already, with
@@ -426,6 +438,7 @@ func (s *Store) Fail(ctx context.Context, j Job, reason string) error {
 	if err != nil {
 		return dbError("jobs: fail", err)
 	}
+	s.announce(ctx, j.ID)
 	return nil
 }
 
@@ -612,6 +625,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (Job, error) {
 		}
 		return j, fmt.Errorf("jobs: job %s is %s: %w", id, j.Status, ErrFinished)
 	}
+	s.announce(ctx, id)
 	if _, err := s.docs.DeleteJobFiles(ctx, conv, id); err != nil {
 		return Job{}, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsearch/mcpsearch/docs"
 	"github.com/mcpsearch/mcpsearch/fetch"
+	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/telemetry"
 )
 
@@ -64,8 +65,10 @@ type Options struct {
 type KindFunc func(ctx context.Context, r *Runner, j Job) error
 
 // DefaultLease is Options.Lease's default: a job whose process stopped is
-// resumed, or failed, within it.
-const DefaultLease = 30 * time.Second
+// resumed, or failed, within it and a third of it (Options.Poll), since
+// the process holding a job renews its lease every third of it (a
+// heartbeat).
+const DefaultLease = 10 * time.Second
 
 // maxAttempts is how many times a job's first part may be taken up before
 // the job fails.
@@ -80,6 +83,8 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 
+	// watch wakes the callers waiting for jobs (Watch).
+	watch   *watcher
 	wake    chan struct{}
 	stop    chan struct{}
 	ctx     context.Context
@@ -110,7 +115,8 @@ func NewRunner(st *Store, in *docs.Ingester, opts Options) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{st: st, in: in, opts: opts, log: opts.Logger, wake: make(chan struct{}, max(opts.Workers, 1)), stop: make(chan struct{})}
+	r := &Runner{st: st, in: in, opts: opts, log: opts.Logger, wake: make(chan struct{}, max(opts.Workers, 1)), stop: make(chan struct{}),
+		watch: newWatcher(st.docs, opts.Logger)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for range opts.Workers {
 		r.workers.Go(r.work)
@@ -132,8 +138,19 @@ func (r *Runner) Close() {
 		close(r.stop)
 		r.cancel()
 		r.workers.Wait()
+		r.watch.close()
 	})
 }
+
+// Watch returns a channel that receives a value whenever job id may have
+// moved: some of its files stored as ready or failed, or the job
+// submitted, failed or cancelled, by this process or by another on the
+// database. Values coalesce, and one may come with nothing changed (the
+// connection that receives other processes' news was lost meanwhile): the
+// caller reads the job (Get) to know where it stands, and calls stop when
+// it no longer waits. A job that moved before Watch is not announced: the
+// caller reads it once after Watch.
+func (r *Runner) Watch(id string) (changed <-chan struct{}, stop func()) { return r.watch.watch(id) }
 
 // AddURL records a job storing the document at url in conversation conv,
 // and returns it queued: a worker of this process, or of another replica,
@@ -151,11 +168,16 @@ func (r *Runner) enqueue(ctx context.Context, conv, kind string, in Input, calle
 	if err != nil {
 		return Job{}, err
 	}
+	r.wakeWorker()
+	return j, nil
+}
+
+// wakeWorker tells an idle worker that a job waits.
+func (r *Runner) wakeWorker() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
-	return j, nil
 }
 
 // AddFiles records a job of kind kind storing ups in conversation conv
@@ -347,6 +369,17 @@ func (r *Runner) run(j Job, token string) {
 	if c := context.Cause(ctx); c != nil && (errors.Is(c, ErrCancelled) || errors.Is(c, ErrNotFound)) {
 		return
 	}
+	if errors.Is(err, docs.ErrUnavailable) {
+		// The database went away (a restart): not the job's fault. It is
+		// given back as soon as the database answers, to be taken up
+		// again at once, here or by another replica.
+		r.log.Info("jobs: database unavailable; the job is given back, to be resumed", "job_id", j.ID, "kind", j.Kind, "error", err)
+		if gerr := r.st.giveBack(j, token, r.opts.Lease); gerr != nil {
+			r.log.Warn("jobs: cannot give a job back; it is resumed once its lease expires", "job_id", j.ID, "error", gerr)
+		}
+		r.wakeWorker()
+		return
+	}
 	r.log.Info("jobs: job failed", "job_id", j.ID, "kind", j.Kind, "error", err)
 	if ferr := r.st.Fail(context.WithoutCancel(ctx), j, err.Error()); ferr != nil {
 		r.log.Warn("jobs: cannot record a failed job", "job_id", j.ID, "error", ferr)
@@ -409,7 +442,9 @@ func (r *Runner) runURL(ctx context.Context, j Job) error {
 	if c := context.Cause(ctx); c != nil {
 		return c
 	}
-	if errs[0] != nil && len(out.Refusals) == 0 {
+	if errs[0] != nil && (len(out.Refusals) == 0 || errors.Is(errs[0], docs.ErrUnavailable)) {
+		// A database away is no refusal of the page: the job is taken
+		// up again once it is back (run).
 		return errs[0]
 	}
 	_ = files
@@ -527,10 +562,50 @@ func (s *Store) hold(parent context.Context, j Job, token string, opts Options) 
 		}
 		<-ended
 		cancel(nil)
-		ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-		defer stop()
-		_, _ = s.pool.Exec(ctx, `UPDATE jobs SET claimed_by = NULL, claimed_until = NULL
+		_ = untilAnswered(releaseTimeout, func(ctx context.Context) error {
+			_, err := s.pool.Exec(ctx, `UPDATE jobs SET claimed_by = NULL, claimed_until = NULL
+				WHERE conversation_id = $1 AND id = $2 AND claimed_by = $3`, j.ConversationID, j.ID, token)
+			return err
+		})
+	}
+}
+
+// releaseTimeout bounds the release of a job's lease.
+const releaseTimeout = 5 * time.Second
+
+// giveBack gives up job j, held under token, after an outage of the
+// database, so that any process takes it up again at once; the attempt
+// interrupted is not counted. It tries until the database answers, for up
+// to lease: by then the lease has expired anyway.
+func (s *Store) giveBack(j Job, token string, lease time.Duration) error {
+	return untilAnswered(lease, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `
+			UPDATE jobs SET claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0)
 			WHERE conversation_id = $1 AND id = $2 AND claimed_by = $3`, j.ConversationID, j.ID, token)
+		return err
+	})
+}
+
+// untilAnswered runs f until it succeeds, fails for another reason than
+// the database being unreachable, or patience passes, and returns its last
+// error.
+func untilAnswered(patience time.Duration, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil || !pg.Unavailable(err) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

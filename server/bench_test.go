@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +16,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcpsearch/mcpsearch/config"
+	"github.com/mcpsearch/mcpsearch/docs"
+	"github.com/mcpsearch/mcpsearch/embed"
 	"github.com/mcpsearch/mcpsearch/internal/pgtest"
+	"github.com/mcpsearch/mcpsearch/jobs"
+	"github.com/mcpsearch/mcpsearch/pg"
 	"github.com/mcpsearch/mcpsearch/ratelimit"
 )
 
@@ -110,5 +118,90 @@ func BenchmarkTracing(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAddDocumentWait adds 60 small HTML pages one add_document call
+// at a time, each waiting for its job (wait_seconds), and again without
+// waiting, then until the 60 are ready, on a server wired as serve wires
+// it (the local embedder, the default worker and job settings). A waiting
+// call answers once its job ends, told by the jobs store rather than by
+// reading the job again and again: the difference between the two is the
+// wait itself. Reported per page:
+//
+//	go test -run '^$' -bench BenchmarkAddDocumentWait -benchtime 1x ./server/
+func BenchmarkAddDocumentWait(b *testing.B) {
+	const pages = 60
+	url := pgtest.NewDatabase(b)
+	h := newHarnessDeps(b, nil, func(d *Deps) {
+		emb, err := embed.NewLocal(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pool, err := pg.Open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
+		st, err := docs.NewStore(pool, emb, docs.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		in, err := docs.NewIngester(st, docs.IngestOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(in.Close)
+		r := jobs.NewRunner(jobs.NewStore(st), in, jobs.Options{})
+		b.Cleanup(r.Close)
+		d.Docs, d.Ingest, d.Jobs = st, in, r
+	})
+	ctx := context.Background()
+	add := func(conv string, i, wait int) {
+		page := fmt.Sprintf("<html><head><title>Page %d</title></head><body><h1>Page %d of %s</h1><p>%s</p></body></html>", i, i, conv,
+			strings.Repeat(fmt.Sprintf("Paragraph about topic %d, revision %d. ", i, i*7), 20))
+		res, err := h.session.CallTool(ctx, &mcp.CallToolParams{Name: "add_document", Arguments: map[string]any{
+			"conversation_id": conv, "file_name": fmt.Sprintf("page-%d.html", i), "wait_seconds": wait,
+			"content_base64": base64.StdEncoding.EncodeToString([]byte(page))}})
+		if err != nil || res.IsError {
+			b.Fatalf("add_document: %v %v", err, res)
+		}
+		if wait > 0 {
+			var out AddDocumentOutput
+			raw, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(raw, &out); err != nil || out.Status != jobs.Succeeded {
+				b.Fatalf("a waiting add_document answered %s, want its job succeeded", raw)
+			}
+		}
+	}
+	for n := 0; b.Loop(); n++ {
+		conv := fmt.Sprintf("wait-%d", n)
+		t0 := time.Now()
+		for i := range pages {
+			add(conv, i, 30)
+		}
+		waited := time.Since(t0)
+
+		conv = fmt.Sprintf("nowait-%d", n)
+		t0 = time.Now()
+		for i := range pages {
+			add(conv, i, 0)
+		}
+		calls := time.Since(t0)
+		for {
+			page, err := h.srv.deps.Docs.ListFilesPage(ctx, docs.FileQuery{ConversationID: conv, Status: docs.StatusReady, Limit: pages})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if page.Total == pages {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ready := time.Since(t0)
+		b.ReportMetric(float64(waited.Milliseconds())/pages, "ms/page-waiting")
+		b.ReportMetric(float64(calls.Milliseconds())/pages, "ms/page-not-waiting")
+		b.ReportMetric(float64(ready.Milliseconds())/pages, "ms/page-until-ready")
+		b.Logf("%d pages: %.2f s waiting for each, %.2f s without waiting (%.2f s until all were ready)", pages, waited.Seconds(), calls.Seconds(), ready.Seconds())
 	}
 }

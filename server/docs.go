@@ -27,6 +27,7 @@ type SearchDocsInput struct {
 	TopK           int      `json:"top_k,omitempty" jsonschema:"how many chunks to return, 1 to 50 (default 5)"`
 	Threshold      *float64 `json:"threshold,omitempty"`
 	Mode           string   `json:"mode,omitempty"`
+	SourceID       string   `json:"source_id,omitempty" jsonschema:"search only the files of this source of the conversation (a site crawled or a folder ingested): a source_id from list_sources or add_document's crawl (default: every file)"`
 }
 
 // SearchDocsOutput is the search_docs tool's structured result.
@@ -301,7 +302,8 @@ func docsTool[In scoped, Out any](def *mcp.Tool, more string, constrain func(doc
 const searchDocsDescription = "Search the files uploaded to a conversation (PDFs and scans, Word, PowerPoint, Excel, OpenDocument, e-books, CSV, RTF, text, Markdown, HTML) and return the most relevant passages. " +
 	"Use it before answering questions about the user's documents, and quote what it returns. " +
 	"%s " +
-	"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens."
+	"Each chunk has its file name, where it is in the file (pages, slides, sheet and cells, or heading path: cite it) and a chunk_id that get_chunk opens. " +
+	"When the conversation holds several sites or folders (list_sources), source_id searches one of them alone."
 
 func searchDocsTool() declared {
 	t := docsTool(&mcp.Tool{
@@ -369,6 +371,7 @@ func (d docsTools) searchDocsSchema(sc *jsonschema.Schema) {
 	m := prop(sc, "mode")
 	m.Description = d.words.mode
 	m.Enum = enum(string(docs.Hybrid), string(docs.Vector), string(docs.Keyword))
+	prop(sc, "source_id").MaxLength = ptr(maxIDLen)
 }
 
 // listFilesSchema publishes list_files's limits: the conversation's, the
@@ -405,7 +408,7 @@ func withTitle(a *mcp.ToolAnnotations, title string) *mcp.ToolAnnotations {
 
 func (d docsTools) searchDocs(ctx context.Context, in SearchDocsInput) (*mcp.CallToolResult, SearchDocsOutput, error) {
 	q := docs.Query{Text: strings.TrimSpace(in.Query), ConversationID: in.scope().conversation, TopK: in.TopK,
-		Threshold: in.Threshold, Mode: docs.Mode(in.Mode)}
+		Threshold: in.Threshold, Mode: docs.Mode(in.Mode), SourceID: in.SourceID}
 	topK := cmp.Or(q.TopK, docs.DefaultTopK)
 	if d.reranker != nil {
 		// The reranker chooses the top_k among the best candidates.

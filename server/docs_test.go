@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsearch/mcpsearch/config"
@@ -226,6 +227,90 @@ func TestDocsToolsEndToEnd(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&dup)
 	if len(dup.Files) != 1 || !dup.Files[0].Duplicate || dup.Files[0].ID != up.Files[0].ID {
 		t.Errorf("duplicate upload answered %+v, want the existing file", dup)
+	}
+}
+
+// TestSearchDocsOneSource: search_docs with source_id searches the files
+// of that source alone, over MCP and through the REST facade; a source of
+// another conversation, an unknown one or an id that is not one is an
+// invalid argument naming source_id, over both.
+func TestSearchDocsOneSource(t *testing.T) {
+	h := newDocsHarness(t, nil, nil)
+	const conv = "two-manuals"
+	resp := upload(t, h.http.URL, conv, map[string][]byte{
+		"quillstore.md": []byte(manual),
+		"inkwell.md":    []byte("# Inkwell manual\n\nThe error code E1047 means the inkwell ran dry; refill it before the lease of the desk expires.\n"),
+	}, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("upload: %s", resp.Status)
+	}
+	files := h.waitReady(t, conv, 2)
+	ids := map[string]string{}
+	for _, f := range files.Files {
+		ids[f.FileName] = f.ID
+	}
+	ctx := context.Background()
+	source := func(conv, fileID string) string {
+		id := uuid.NewString()
+		if _, err := h.store.Pool().Exec(ctx, `INSERT INTO sources (conversation_id, id, kind, root) VALUES ($1, $2, 'site', $3)`, conv, id, "https://"+id+".example/"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.store.Pool().Exec(ctx, `INSERT INTO source_pages (conversation_id, source_id, url, file_id) VALUES ($1, $2, $3, $4)`, conv, id, "https://"+id+".example/", fileID); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	quill := source(conv, ids["quillstore.md"])
+	all := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "error code E1047 lease", "conversation_id": conv, "mode": "keyword", "top_k": 10}))
+	names := map[string]bool{}
+	for _, c := range all.Chunks {
+		names[c.FileName] = true
+	}
+	if !names["quillstore.md"] || !names["inkwell.md"] {
+		t.Fatalf("the query finds %v in the conversation; it must find both manuals", names)
+	}
+	for _, mode := range []string{"hybrid", "keyword", "vector"} {
+		out := decode[SearchDocsOutput](t, h.call(t, "search_docs", map[string]any{"query": "error code E1047 lease", "conversation_id": conv,
+			"mode": mode, "threshold": 0.0, "top_k": 10, "source_id": quill}))
+		if len(out.Chunks) == 0 {
+			t.Errorf("%s search of the source found nothing", mode)
+		}
+		for _, c := range out.Chunks {
+			if c.FileName != "quillstore.md" {
+				t.Errorf("%s search of the source of quillstore.md found a chunk of %s", mode, c.FileName)
+			}
+		}
+	}
+	rest, out := restCall(t, http.MethodPost, h.http.URL+"/mcp/tools/search_docs", "",
+		fmt.Sprintf(`{"query":"error code E1047","conversation_id":%q,"mode":"keyword","source_id":%q}`, conv, quill))
+	if rest.StatusCode != http.StatusOK {
+		t.Fatalf("REST search_docs with source_id: status %d: %v", rest.StatusCode, out)
+	}
+	chunks, _ := out["result"].(map[string]any)["chunks"].([]any)
+	if len(chunks) == 0 {
+		t.Fatalf("REST search_docs with source_id found nothing: %v", out)
+	}
+	for _, c := range chunks {
+		if name := c.(map[string]any)["file_name"]; name != "quillstore.md" {
+			t.Errorf("REST search_docs of the source found a chunk of %v", name)
+		}
+	}
+
+	for name, id := range map[string]string{
+		"of another conversation": source("elsewhere", ids["inkwell.md"]),
+		"unknown":                 uuid.NewString(),
+		"not a uuid":              "quillstore",
+		"too long":                strings.Repeat("9", 100),
+	} {
+		te := toolErr(t, h.call(t, "search_docs", map[string]any{"query": "E1047", "conversation_id": conv, "source_id": id}))
+		if te.Code != CodeToolError || te.Retryable || !strings.Contains(te.Message, "source_id") {
+			t.Errorf("source_id %s: %+v, want a non-retryable TOOL_ERROR naming source_id", name, te)
+		}
+		body, _ := json.Marshal(map[string]any{"query": "E1047", "conversation_id": conv, "source_id": id})
+		rest, out := restCall(t, http.MethodPost, h.http.URL+"/mcp/tools/search_docs", "", string(body))
+		if msg, _ := out["error"].(string); rest.StatusCode != http.StatusBadRequest || !strings.Contains(msg, "source_id") {
+			t.Errorf("REST source_id %s: status %d, %v; want 400 naming source_id", name, rest.StatusCode, out)
+		}
 	}
 }
 

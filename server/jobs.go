@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -34,6 +35,8 @@ type Jobs interface {
 	Files(ctx context.Context, j jobs.Job, failedOnly bool, limit int) ([]docs.File, error)
 	// Lease is how long a job whose process stopped waits for another.
 	Lease() time.Duration
+	// Watch tells, on changed, when a job may have moved, until stop.
+	Watch(id string) (changed <-chan struct{}, stop func())
 }
 
 // AddDocumentInput is the add_document tool's arguments.
@@ -182,8 +185,16 @@ const (
 	maxJobFilesShown = 50
 	// maxJobFailuresShown bounds the failures a job's result lists.
 	maxJobFailuresShown = 20
-	// waitPoll is how often a waiting add_document reads its job.
-	waitPoll = 250 * time.Millisecond
+	// waitRecheck is how often a waiting add_document reads its job
+	// unbidden: it is told when the job may have moved (Jobs.Watch), and
+	// reads it then; this only bounds what a lost notification delays.
+	waitRecheck = 5 * time.Second
+	// waitSpacing spaces the reads of a job whose files end in quick
+	// succession: the notifications between two reads make one.
+	waitSpacing = 20 * time.Millisecond
+	// waitOutage is how often a waiting add_document tries to read its
+	// job while the database cannot be reached.
+	waitOutage = time.Second
 	// progressEvery is the longest time between two progress
 	// notifications while add_document waits.
 	progressEvery = time.Second
@@ -466,25 +477,35 @@ func decodeBase64(s string) ([]byte, error) {
 	return b, err
 }
 
-// wait reads job j until it ends or d passes, sending the caller progress
-// notifications when it asked for them (a progressToken): at least every
-// progressEvery, with the files done and the chunks so far.
+// wait waits for job j to end, or for d to pass, and returns it as it then
+// is. It reads the job when told it may have moved (Jobs.Watch), so that it
+// answers as soon as the job ends, and sends the caller progress
+// notifications when it asked for them (a progressToken): whenever more
+// files are done, and at least every progressEvery.
 func (t jobTools) wait(ctx context.Context, j jobs.Job, d time.Duration) (jobs.Job, error) {
+	changed, stop := t.jobs.Watch(j.ID)
+	defer stop()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
-	poll := time.NewTicker(waitPoll)
-	defer poll.Stop()
+	// The job may have moved before the watch began: it is read once at
+	// once. due is when read fires.
+	due := time.Now()
+	read := time.NewTimer(0)
+	defer read.Stop()
+	var lastRead time.Time
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
 	notify := progressFrom(ctx)
 	var sent time.Time
 	last, fraction := -1, 0.0
 	for {
 		if notify != nil {
 			done := j.Done()
-			changed := done != last
-			if changed {
+			more := done != last
+			if more {
 				last, fraction = done, 0
 			}
-			if changed || time.Since(sent) >= progressEvery {
+			if more || time.Since(sent) >= progressEvery {
 				total := 0.0
 				if j.Submitted {
 					total = float64(j.Total())
@@ -501,19 +522,36 @@ func (t jobTools) wait(ctx context.Context, j jobs.Job, d time.Duration) (jobs.J
 			return j, nil
 		case <-deadline.C:
 			return j, nil
-		case <-poll.C:
-		}
-		next, err := t.jobs.Get(ctx, j.ID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return j, nil
+		case <-tick.C:
+			continue
+		case <-changed:
+			if at := lastRead.Add(waitSpacing); at.Before(due) {
+				due = at
+				read.Reset(time.Until(at))
 			}
+			continue
+		case <-read.C:
+		}
+		lastRead = time.Now()
+		next, err := t.jobs.Get(ctx, j.ID)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return j, nil
+		case errors.Is(err, docs.ErrUnavailable):
+			// The database is away for a moment (a restart): the job
+			// goes on without it, and is read again once it is back.
+			due = time.Now().Add(waitOutage)
+			read.Reset(waitOutage)
+			continue
+		case err != nil:
 			return j, err
 		}
 		j = next
 		if jobs.Final(j.Status) {
 			return j, nil
 		}
+		due = time.Now().Add(waitRecheck)
+		read.Reset(waitRecheck)
 	}
 }
 

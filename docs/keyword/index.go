@@ -313,6 +313,43 @@ func (ix *Index) bytes() int64 {
 func (ix *Index) Search(terms []Term, model string, depth int, p Params) []Hit {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	return ix.search(terms, model, depth, p, nil)
+}
+
+// SearchFiles is Search restricted to the chunks of files (the files of one
+// source of the conversation): the scores are Search's, computed with the
+// statistics of the whole conversation, so the hits are Search's hits of
+// those files, in the same order. Files the index does not hold are
+// ignored. Restricting costs a bit per chunk of the conversation and a
+// step per chunk of files, besides the search.
+func (ix *Index) SearchFiles(terms []Term, model string, depth int, p Params, files []uuid.UUID) []Hit {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	only := make(chunkSet, (len(ix.ids)+63)/64)
+	for _, id := range files {
+		if r, ok := ix.files[id]; ok {
+			only.add(r)
+		}
+	}
+	return ix.search(terms, model, depth, p, only)
+}
+
+// chunkSet is a set of chunk numbers, a bit each.
+type chunkSet []uint64
+
+// add adds the chunks of r.
+func (s chunkSet) add(r chunkRange) {
+	for c := r.start; c < r.start+r.n; c++ {
+		s[c>>6] |= 1 << (c & 63)
+	}
+}
+
+// has reports whether chunk doc is in the set.
+func (s chunkSet) has(doc int64) bool { return s[doc>>6]&(1<<(doc&63)) != 0 }
+
+// search is Search, of the chunks in only when it is not nil. The caller
+// holds the read lock.
+func (ix *Index) search(terms []Term, model string, depth int, p Params, only chunkSet) []Hit {
 	m := slices.Index(ix.models, model)
 	n := len(ix.ids)
 	if m < 0 || ix.live == 0 || depth <= 0 {
@@ -368,7 +405,7 @@ func (ix *Index) Search(terms []Term, model string, depth int, p Params) []Hit {
 			f.each(n, func(doc int64, tf float64) {
 				// A count of 0 only comes from corrupt postings: it
 				// would add nothing, and list the chunk twice.
-				if int(ix.model[doc]) != m || tf == 0 {
+				if int(ix.model[doc]) != m || tf == 0 || (only != nil && !only.has(doc)) {
 					return
 				}
 				norm := p.K1 * (1 - p.B + p.B*float64(ix.doclen[doc])/avgdl)

@@ -170,7 +170,40 @@ func checkRankings(t *testing.T, name string, ix *Index, live []file, models ...
 			if !sameHits(got, want) {
 				t.Fatalf("%s, model %s, query %v:\n got %v\nwant %v", name, m, q, got, want)
 			}
+			checkFiltered(t, name, ix, live, q, m, want)
 		}
+	}
+}
+
+// checkFiltered checks SearchFiles against want, the ranking of every
+// live file, for every other live file and a file the index never held:
+// the hits of those files, in want's order and with want's scores, to the
+// depth asked for.
+func checkFiltered(t *testing.T, name string, ix *Index, live []file, q []Term, model string, want []Hit) {
+	t.Helper()
+	only := []uuid.UUID{uuid.New()}
+	in := map[uuid.UUID]bool{}
+	for i, f := range live {
+		if i%2 == 1 {
+			only = append(only, f.id)
+			in[f.id] = true
+		}
+	}
+	var of []Hit
+	for _, h := range want {
+		if in[h.File] {
+			of = append(of, h)
+		}
+	}
+	for _, depth := range []int{1000, 3} {
+		got := ix.SearchFiles(q, model, depth, params, only)
+		w := of[:min(depth, len(of))]
+		if !sameHits(got, w) {
+			t.Fatalf("%s, model %s, query %v, files %v, depth %d:\n got %v\nwant %v", name, model, q, only, depth, got, w)
+		}
+	}
+	if got := ix.SearchFiles(q, model, 1000, params, nil); len(got) != 0 {
+		t.Fatalf("%s: SearchFiles of no file found %v", name, got)
 	}
 }
 

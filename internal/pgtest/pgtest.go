@@ -73,7 +73,12 @@ var (
 // applied, private to the caller and dropped when the test ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	admin := adminURL(t)
+	return newDatabaseOn(t, adminURL(t))
+}
+
+// newDatabaseOn is NewDatabase on the server, or cluster, of admin.
+func newDatabaseOn(t testing.TB, admin string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if onCitus(ctx, t, admin) {

@@ -2,7 +2,7 @@
 // so that every replica refuses them: a session is a signed cookie that
 // any replica accepts until it expires, and signing out lists it here
 // until then. Store keeps the list in PostgreSQL (the table ui_signouts,
-// migration 019), read by every replica on every request of the page;
+// migration 018), read by every replica on every request of the page;
 // Memory keeps it in the process, for a server without a database.
 package signout
 
