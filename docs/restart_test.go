@@ -19,59 +19,49 @@ import (
 // again.
 func TestWorkSurvivesADatabaseRestart(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name  string
-		start func(testing.TB) *pgtest.Server
-	}{
-		{"postgres", pgtest.StartServer},
-		{"citus", func(t testing.TB) *pgtest.Server { return pgtest.StartCitus(t, 1) }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			srv := c.start(t)
-			gate := newGatedEmbedder(t)
-			counted := &countingEmbedder{Embedder: gate, seen: map[string]int{}}
-			s := openStore(t, srv.NewDatabase(t), counted, IngestOptions{Workers: 1})
-			ctx := context.Background()
-			const conv = "restarted"
-			for i := range 3 {
-				if _, err := s.Submit(ctx, conv, fmt.Sprintf("note-%d.txt", i), "", []byte(prose(uint64(40+i), 300))); err != nil {
-					t.Fatal(err)
-				}
-			}
-			select {
-			case <-gate.started:
-			case <-time.After(30 * time.Second):
-				t.Fatal("no worker took the files up within 30 s")
-			}
-			srv.Stop(t)
-			// The worker ends its files while the database is down: its
-			// first attempts to store them fail, and are tried again
-			// every second at most. The pause lets a few of them fail.
-			close(gate.release)
-			time.Sleep(time.Second)
-			srv.Start(t)
-			back := time.Now()
-			files := waitFiles(t, s, conv, 3)
-			t.Logf("the files were ready %v after the database was back", time.Since(back).Round(time.Millisecond))
-			for _, f := range files {
-				if f.Status != StatusReady {
-					t.Errorf("%s is %s (%s), want ready", f.FileName, f.Status, f.Error)
-				}
-			}
-			if n := counted.twice(); n != 0 {
-				t.Errorf("%d chunks were embedded again after the restart: the work done meanwhile was lost", n)
-			}
-			var again int
-			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM files WHERE conversation_id = $1 AND attempts <> 1`, conv).Scan(&again); err != nil {
+	pgtest.EachServer(t, func(t *testing.T, srv *pgtest.Server) {
+		gate := newGatedEmbedder(t)
+		counted := &countingEmbedder{Embedder: gate, seen: map[string]int{}}
+		s := openStore(t, srv.NewDatabase(t), counted, IngestOptions{Workers: 1})
+		ctx := context.Background()
+		const conv = "restarted"
+		for i := range 3 {
+			if _, err := s.Submit(ctx, conv, fmt.Sprintf("note-%d.txt", i), "", []byte(prose(uint64(40+i), 300))); err != nil {
 				t.Fatal(err)
 			}
-			if again != 0 {
-				t.Errorf("%d files count more than one attempt", again)
+		}
+		select {
+		case <-gate.started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no worker took the files up within 30 s")
+		}
+		srv.Stop(t)
+		// The worker ends its files while the database is down: its
+		// first attempts to store them fail, and are tried again
+		// every second at most. The pause lets a few of them fail.
+		close(gate.release)
+		time.Sleep(time.Second)
+		srv.Start(t)
+		back := time.Now()
+		files := waitFiles(t, s, conv, 3)
+		t.Logf("the files were ready %v after the database was back", time.Since(back).Round(time.Millisecond))
+		for _, f := range files {
+			if f.Status != StatusReady {
+				t.Errorf("%s is %s (%s), want ready", f.FileName, f.Status, f.Error)
 			}
-			checkStats(t, s.Pool(), conv)
-		})
-	}
+		}
+		if n := counted.twice(); n != 0 {
+			t.Errorf("%d chunks were embedded again after the restart: the work done meanwhile was lost", n)
+		}
+		var again int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM files WHERE conversation_id = $1 AND attempts <> 1`, conv).Scan(&again); err != nil {
+			t.Fatal(err)
+		}
+		if again != 0 {
+			t.Errorf("%d files count more than one attempt", again)
+		}
+		checkStats(t, s.Pool(), conv)
+	})
 }
 
 // countingEmbedder counts the times each text is embedded.

@@ -16,6 +16,14 @@ var fetchTransports = []transportCase{
 // runFetch runs one scenario of fetch-client.mjs against tg.
 func runFetch(t *testing.T, tg target, scenario string, extra ...string) tsReport {
 	t.Helper()
+	return runClient(t, tg, "fetch-client.mjs", scenario, extra...)
+}
+
+// runClient runs one scenario of a client script whose flags are
+// fetch-client.mjs's (--transport, --command with --arg and --env, or
+// --url-mcp) against tg.
+func runClient(t *testing.T, tg target, script, scenario string, extra ...string) tsReport {
+	t.Helper()
 	var flags []string
 	if tg.transport == "stdio" {
 		flags = []string{"--transport", "stdio", "--command", binPath, "--arg", "serve", "--arg", "--transport", "--arg", "stdio"}
@@ -25,7 +33,7 @@ func runFetch(t *testing.T, tg target, scenario string, extra ...string) tsRepor
 	} else {
 		flags = []string{"--transport", tg.transport, "--url-mcp", tg.url}
 	}
-	return runNodeScript(t, "fetch-client.mjs", scenario, tg.transport, append(flags, extra...))
+	return runNodeScript(t, script, scenario, tg.transport, append(flags, extra...))
 }
 
 // TestFetchURLTypeScript drives fetch_url with the official TypeScript SDK's

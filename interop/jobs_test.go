@@ -1147,85 +1147,75 @@ func readAuditJobs(t *testing.T, dbURL string) []auditJobRow {
 func TestJobsSurviveDatabaseRestart(t *testing.T) {
 	t.Parallel()
 	fake := searxngtest.New(t)
-	for _, c := range []struct {
-		name  string
-		start func(testing.TB) *pgtest.Server
-	}{
-		{"postgres", pgtest.StartServer},
-		{"citus", func(t testing.TB) *pgtest.Server { return pgtest.StartCitus(t, 1) }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			srv := c.start(t)
-			const marker = "tide gauge"
-			emb := newHeldEmbedder(t, marker)
-			cfg := heldConfig(baseConfig(fake.URL).with("MCP_docs_enabled=true", "DATABASE_URL="+srv.NewDatabase(t),
-				"MCP_docs_chunk_size=400", "MCP_docs_chunk_overlap=40"), emb)
-			tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
-			s := connectGo(t, tg)
-			const conv = "conv-restarted"
-			// The worker takes the first 32 up together, then the rest.
-			const files = 40
-			emb.hold()
-			type answer struct {
-				job jobInfo
-				err error
-				at  time.Time
+	pgtest.EachServer(t, func(t *testing.T, srv *pgtest.Server) {
+		const marker = "tide gauge"
+		emb := newHeldEmbedder(t, marker)
+		cfg := heldConfig(baseConfig(fake.URL).with("MCP_docs_enabled=true", "DATABASE_URL="+srv.NewDatabase(t),
+			"MCP_docs_chunk_size=400", "MCP_docs_chunk_overlap=40"), emb)
+		tg := newTarget(t, transportCase{name: "http", transport: "http"}, cfg)
+		s := connectGo(t, tg)
+		const conv = "conv-restarted"
+		// The worker takes the first 32 up together, then the rest.
+		const files = 40
+		emb.hold()
+		type answer struct {
+			job jobInfo
+			err error
+			at  time.Time
+		}
+		answered := make(chan answer, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "add_document", Arguments: map[string]any{"conversation_id": conv,
+				"file_name": "field-notes.zip", "content_base64": base64.StdEncoding.EncodeToString(notesZip(files, 3000)), "wait_seconds": 100}})
+			a := answer{err: err, at: time.Now()}
+			if err == nil && res.IsError {
+				a.err = fmt.Errorf("add_document failed: %s", resultText(res))
 			}
-			answered := make(chan answer, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "add_document", Arguments: map[string]any{"conversation_id": conv,
-					"file_name": "field-notes.zip", "content_base64": base64.StdEncoding.EncodeToString(notesZip(files, 3000)), "wait_seconds": 100}})
-				a := answer{err: err, at: time.Now()}
-				if err == nil && res.IsError {
-					a.err = fmt.Errorf("add_document failed: %s", resultText(res))
-				}
-				if a.err == nil {
-					raw, _ := json.Marshal(res.StructuredContent)
-					a.err = json.Unmarshal(raw, &a.job)
-				}
-				answered <- a
-			}()
-			emb.next(t, emb.arrived, 30*time.Second, "of the worker embedding the job's first files")
+			if a.err == nil {
+				raw, _ := json.Marshal(res.StructuredContent)
+				a.err = json.Unmarshal(raw, &a.job)
+			}
+			answered <- a
+		}()
+		emb.next(t, emb.arrived, 30*time.Second, "of the worker embedding the job's first files")
 
-			srv.Stop(t)
-			stopped := time.Now()
-			// The worker ends the files it holds while the database is
-			// down; the pause lets its first attempts to store them fail.
-			emb.letGo()
-			emb.next(t, emb.answered, 30*time.Second, "answered once let go")
-			time.Sleep(time.Second)
-			srv.Start(t)
-			back := time.Now()
+		srv.Stop(t)
+		stopped := time.Now()
+		// The worker ends the files it holds while the database is
+		// down; the pause lets its first attempts to store them fail.
+		emb.letGo()
+		emb.next(t, emb.answered, 30*time.Second, "answered once let go")
+		time.Sleep(time.Second)
+		srv.Start(t)
+		back := time.Now()
 
-			deadline := back.Add(resumeLimit)
-			for {
-				ready, _ := callTool[listFilesOutput](t, s, "list_files", map[string]any{"conversation_id": conv, "status": "ready", "limit": 1})
-				if len(ready.Files) > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no file of the job is ready %v after the database was back", resumeLimit)
-				}
-				time.Sleep(50 * time.Millisecond)
+		deadline := back.Add(resumeLimit)
+		for {
+			ready, _ := callTool[listFilesOutput](t, s, "list_files", map[string]any{"conversation_id": conv, "status": "ready", "limit": 1})
+			if len(ready.Files) > 0 {
+				break
 			}
-			moved := time.Since(back)
-			var a answer
-			select {
-			case a = <-answered:
-			case <-time.After(time.Until(back.Add(resumeLimit))):
-				t.Fatalf("the waiting add_document did not answer %v after the database was back", resumeLimit)
+			if time.Now().After(deadline) {
+				t.Fatalf("no file of the job is ready %v after the database was back", resumeLimit)
 			}
-			if a.err != nil {
-				t.Fatalf("the waiting add_document: %v", a.err)
-			}
-			t.Logf("down %v; files moved again %v after the database was back, the waiting call answered %v after",
-				back.Sub(stopped).Round(time.Millisecond), moved.Round(time.Millisecond), a.at.Sub(back).Round(time.Millisecond))
-			if a.job.Status != "succeeded" || a.job.Counts.Ready != files {
-				t.Errorf("the waiting add_document answered %+v, want the job succeeded with its %d files ready", a.job, files)
-			}
-		})
-	}
+			time.Sleep(50 * time.Millisecond)
+		}
+		moved := time.Since(back)
+		var a answer
+		select {
+		case a = <-answered:
+		case <-time.After(time.Until(back.Add(resumeLimit))):
+			t.Fatalf("the waiting add_document did not answer %v after the database was back", resumeLimit)
+		}
+		if a.err != nil {
+			t.Fatalf("the waiting add_document: %v", a.err)
+		}
+		t.Logf("down %v; files moved again %v after the database was back, the waiting call answered %v after",
+			back.Sub(stopped).Round(time.Millisecond), moved.Round(time.Millisecond), a.at.Sub(back).Round(time.Millisecond))
+		if a.job.Status != "succeeded" || a.job.Counts.Ready != files {
+			t.Errorf("the waiting add_document answered %+v, want the job succeeded with its %d files ready", a.job, files)
+		}
+	})
 }

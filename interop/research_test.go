@@ -32,16 +32,7 @@ func TestResearchTypeScript(t *testing.T) {
 			tg := newTarget(t, tc, base)
 			run := func(t *testing.T, scenario string, args ...string) tsReport {
 				t.Helper()
-				var flags []string
-				if tg.transport == "stdio" {
-					flags = []string{"--transport", "stdio", "--command", binPath, "--arg", "serve", "--arg", "--transport", "--arg", "stdio"}
-					for _, kv := range tg.cfg.pairs() {
-						flags = append(flags, "--env", kv)
-					}
-				} else {
-					flags = []string{"--transport", tg.transport, "--url-mcp", tg.url}
-				}
-				return runNodeScript(t, "research-client.mjs", scenario, tg.transport, append(flags, args...))
+				return runClient(t, tg, "research-client.mjs", scenario, args...)
 			}
 			for _, a := range researchtest.Answers {
 				t.Run(a.Question, func(t *testing.T) {

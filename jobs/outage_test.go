@@ -16,41 +16,31 @@ import (
 // the outage not counted.
 func TestJobGivenBackAfterAnOutage(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name  string
-		start func(testing.TB) *pgtest.Server
-	}{
-		{"postgres", pgtest.StartServer},
-		{"citus", func(t testing.TB) *pgtest.Server { return pgtest.StartCitus(t, 1) }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			srv := c.start(t)
-			emb := newGate(t)
-			emb.release()
-			const page = "https://example.test/lighthouses.txt"
-			p := &pages{block: make(chan struct{}), body: map[string]string{page: "The page about lighthouses and their keepers."}}
-			e := openEnv(t, srv.NewDatabase(t), emb, Options{Fetch: p})
-			j, err := e.r.AddURL(context.Background(), "c1", page, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitJob(t, e.r.Store(), j.ID, notifyLimit, func(j Job) bool { return j.Status == Running })
-			srv.Stop(t)
-			// The fetch ends while the database is down; the pause lets
-			// the store of the page, and the first tries to give the job
-			// back, fail.
-			close(p.block)
-			time.Sleep(time.Second)
-			srv.Start(t)
-			j = waitJob(t, e.r.Store(), j.ID, notifyLimit, ended)
-			p.mu.Lock()
-			calls := p.calls
-			p.mu.Unlock()
-			if j.Status != Succeeded || j.Files.Ready != 1 || j.Attempts != 1 || calls != 2 {
-				t.Errorf("after the outage the job is %s (%q), %d files ready, %d attempts, the page fetched %d times; want succeeded, 1, 1 and 2",
-					j.Status, j.Error, j.Files.Ready, j.Attempts, calls)
-			}
-		})
-	}
+	pgtest.EachServer(t, func(t *testing.T, srv *pgtest.Server) {
+		emb := newGate(t)
+		emb.release()
+		const page = "https://example.test/lighthouses.txt"
+		p := &pages{block: make(chan struct{}), body: map[string]string{page: "The page about lighthouses and their keepers."}}
+		e := openEnv(t, srv.NewDatabase(t), emb, Options{Fetch: p})
+		j, err := e.r.AddURL(context.Background(), "c1", page, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitJob(t, e.r.Store(), j.ID, notifyLimit, func(j Job) bool { return j.Status == Running })
+		srv.Stop(t)
+		// The fetch ends while the database is down; the pause lets
+		// the store of the page, and the first tries to give the job
+		// back, fail.
+		close(p.block)
+		time.Sleep(time.Second)
+		srv.Start(t)
+		j = waitJob(t, e.r.Store(), j.ID, notifyLimit, ended)
+		p.mu.Lock()
+		calls := p.calls
+		p.mu.Unlock()
+		if j.Status != Succeeded || j.Files.Ready != 1 || j.Attempts != 1 || calls != 2 {
+			t.Errorf("after the outage the job is %s (%q), %d files ready, %d attempts, the page fetched %d times; want succeeded, 1, 1 and 2",
+				j.Status, j.Error, j.Files.Ready, j.Attempts, calls)
+		}
+	})
 }

@@ -63,6 +63,24 @@ func StartCitus(t testing.TB, workers int) *Server {
 	return startServers(t, max(workers, 1))
 }
 
+// EachServer runs f in parallel subtests, "postgres" on a PostgreSQL server
+// of its own and "citus" on a Citus cluster of its own (one worker): the
+// tests that stop and start their database run on both.
+func EachServer(t *testing.T, f func(t *testing.T, srv *Server)) {
+	for _, c := range []struct {
+		name  string
+		start func(testing.TB) *Server
+	}{
+		{"postgres", StartServer},
+		{"citus", func(t testing.TB) *Server { return StartCitus(t, 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, c.start(t))
+		})
+	}
+}
+
 func startServers(t testing.TB, workers int) *Server {
 	t.Helper()
 	bin, share := postgresInstall()
