@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 )
 
 // Sentinel errors. Every error of Get and Download wraps one of them, an
@@ -95,4 +97,62 @@ func Retryable(err error) bool {
 		return se.Status >= 500 || se.Status == http.StatusTooManyRequests || se.Status == http.StatusRequestTimeout
 	}
 	return false
+}
+
+// failureKinds are the failures of reading a page, in the order Describe
+// tells them apart: a class for spans and metrics, and words for a reader.
+var failureKinds = []struct {
+	err          error
+	class, words string
+}{
+	{context.Canceled, "canceled", "cancelled"},
+	{ErrTimeout, "timeout", "time-out"},
+	{context.DeadlineExceeded, "timeout", "time-out"},
+	{ErrUnreachable, "unreachable", "unreachable"},
+	{ErrBlocked, "blocked", "refused address"},
+	{ErrInvalidURL, "invalid_url", "invalid address"},
+	{ErrTooManyRedirects, "too_many_redirects", "too many redirects"},
+	{ErrTooLarge, "too_large", "too large"},
+	{ErrUnsupportedType, "unsupported_type", "not a readable type"},
+	{ErrUnreadable, "unreadable", "unreadable content"},
+}
+
+// Describe names the kind of a failure to read a page twice: class is one
+// word for spans and metrics ("timeout", "404", "too_large", ...; "_OTHER"
+// for an error of no known kind), words says it for a person or a model
+// ("time-out", "404 Not Found", "too large (over 10485760 bytes)", "not a
+// readable type (image/png)"; the error's text, cut, for one of no known
+// kind).
+func Describe(err error) (class, words string) {
+	var se *HTTPStatusError
+	if errors.As(err, &se) {
+		return strconv.Itoa(se.Status), fmt.Sprintf("%d %s", se.Status, http.StatusText(se.Status))
+	}
+	for _, k := range failureKinds {
+		if !errors.Is(err, k.err) {
+			continue
+		}
+		words = k.words
+		msg := err.Error()
+		switch k.err {
+		case ErrTooLarge:
+			if _, limit, ok := strings.Cut(msg, "exceeds the limit of "); ok {
+				words += " (over " + clipRunes(limit, 40) + ")"
+			}
+		case ErrUnsupportedType:
+			if _, ct, ok := strings.Cut(msg, ErrUnsupportedType.Error()+": "); ok && ct != "" {
+				ct, _, _ = strings.Cut(ct, ";")
+				words += " (" + clipRunes(strings.TrimSpace(ct), 60) + ")"
+			}
+		}
+		return k.class, words
+	}
+	return "_OTHER", clipRunes(err.Error(), 100)
+}
+
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

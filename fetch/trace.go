@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strconv"
 
@@ -47,28 +46,6 @@ func endRequest(span trace.Span, status int, res *Resource, err error) {
 
 // errorClass names the class of a failure to read a page, for its span.
 func errorClass(err error) string {
-	var se *HTTPStatusError
-	switch {
-	case errors.As(err, &se):
-		return strconv.Itoa(se.Status)
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, ErrUnreachable):
-		return "unreachable"
-	case errors.Is(err, ErrBlocked):
-		return "blocked"
-	case errors.Is(err, ErrInvalidURL):
-		return "invalid_url"
-	case errors.Is(err, ErrTooManyRedirects):
-		return "too_many_redirects"
-	case errors.Is(err, ErrTooLarge):
-		return "too_large"
-	case errors.Is(err, ErrUnsupportedType):
-		return "unsupported_type"
-	case errors.Is(err, ErrUnreadable):
-		return "unreadable"
-	}
-	return "_OTHER"
+	class, _ := Describe(err)
+	return class
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -327,37 +326,8 @@ func hostOf(raw string) string {
 
 // Reason says in a few words why a page could not be read.
 func Reason(err error) string {
-	var se *fetch.HTTPStatusError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("%d %s", se.Status, http.StatusText(se.Status))
-	case errors.Is(err, fetch.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return "time-out"
-	case errors.Is(err, fetch.ErrTooLarge):
-		if _, limit, ok := strings.Cut(err.Error(), "exceeds the limit of "); ok {
-			return "too large (over " + clip(limit, 40) + ")"
-		}
-		return "too large"
-	case errors.Is(err, fetch.ErrBlocked):
-		return "refused address"
-	case errors.Is(err, fetch.ErrUnsupportedType):
-		if _, ct, ok := strings.Cut(err.Error(), fetch.ErrUnsupportedType.Error()+": "); ok && ct != "" {
-			ct, _, _ = strings.Cut(ct, ";")
-			return "not a readable type (" + clip(strings.TrimSpace(ct), 60) + ")"
-		}
-		return "not a readable type"
-	case errors.Is(err, fetch.ErrTooManyRedirects):
-		return "too many redirects"
-	case errors.Is(err, fetch.ErrInvalidURL):
-		return "invalid address"
-	case errors.Is(err, fetch.ErrUnreachable):
-		return "unreachable"
-	case errors.Is(err, fetch.ErrUnreadable):
-		return "unreadable content"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	}
-	return clip(err.Error(), 100)
+	_, words := fetch.Describe(err)
+	return words
 }
 
 func round(f float64) float64 {
